@@ -1,0 +1,142 @@
+"""Processes the lab starts: own session (setsid), tracked by pid file, always stopped by the lab.
+
+Every wait here is a poll with a deadline; nothing sleeps blindly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class LabError(RuntimeError):
+    """A lab operation did not reach the state it promised."""
+
+
+def wait_until(
+    probe: Callable[[], T | None],
+    timeout: float,
+    what: str,
+    interval: float = 0.2,
+) -> T:
+    """Poll `probe` until it returns a truthy value; raise LabError naming `what` at the deadline."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while True:
+        last = probe()
+        if last:
+            return last
+        if time.monotonic() >= deadline:
+            raise LabError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+        time.sleep(interval)
+
+
+def spawn(
+    argv: Sequence[str],
+    log_path: Path,
+    pid_path: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> int:
+    """Start argv in its own session with output appended to log_path; record and return its pid."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+            cwd=cwd,
+        )
+    pid_path.parent.mkdir(parents=True, exist_ok=True)
+    pid_path.write_text(f"{proc.pid}\n")
+    return proc.pid
+
+
+def _reap(pid: int) -> None:
+    """Collect a dead child of ours so it does not linger as a zombie."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def pid_alive(pid: int) -> bool:
+    """True while pid runs (a zombie counts as dead)."""
+    _reap(pid)
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    # the state letter follows the parenthesised command name, which may itself hold spaces
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return state not in ("Z", "X")
+
+
+def pid_frozen(pid: int) -> bool:
+    """True when pid is stopped by a signal (SIGSTOP)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] == "T"
+
+
+def tracked_pid(pid_path: Path, marker: str | None = None) -> int | None:
+    """The live pid recorded in pid_path, or None.
+
+    With `marker`, the process's command line must contain it: a recycled pid of some other
+    program is not ours to signal.
+    """
+    try:
+        pid = int(pid_path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    if not pid_alive(pid):
+        return None
+    if marker is not None:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            return None
+        if marker not in cmdline:
+            return None
+    return pid
+
+
+def send(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def stop(pid: int, timeout: float = 60.0, sig: signal.Signals = signal.SIGTERM) -> None:
+    """Ask pid to exit (thawing it first); SIGKILL it if it has not gone by the deadline."""
+    send(pid, signal.SIGCONT)
+    send(pid, sig)
+    try:
+        wait_until(lambda: not pid_alive(pid), timeout, f"pid {pid} to exit")
+    except LabError:
+        send(pid, signal.SIGKILL)
+        wait_until(lambda: not pid_alive(pid), 10.0, f"pid {pid} to die after SIGKILL")
+
+
+def kill9(pid: int) -> None:
+    send(pid, signal.SIGKILL)
+    wait_until(lambda: not pid_alive(pid), 10.0, f"pid {pid} to die after SIGKILL")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on right now."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
