@@ -1,0 +1,3 @@
+"""What galera-checker and gr-checker share."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,285 @@
+"""ProxySQL admin client: read one hostgroup set's rows, make a plan live atomically.
+
+ProxySQL's admin interface has no transactions (BEGIN/ROLLBACK are accepted and ignored), so
+`mysql_servers` is a staging area: the client writes the complete wanted rows of the managed
+hostgroups there, reads them back, and only when they are exactly what it wrote does it issue the
+one `LOAD MYSQL SERVERS TO RUNTIME` that makes all of them live at once (rule S2).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from checker_core.model import COLUMNS, BadRow, ClusterRows, Plan, ServerRow, sort_rows
+
+if TYPE_CHECKING:
+    import pymysql
+
+    from checker_core.config import ProxySQLSettings
+
+_COLUMN_LIST = ", ".join(COLUMNS)
+_PLACEHOLDERS = ", ".join(["%s"] * len(COLUMNS))
+
+# PyMySQL/MySQL client error numbers that mean "no server answered"
+_UNREACHABLE_CODES = {2003, 2006, 2013, 2055}
+_ACCESS_DENIED = 1045
+
+
+class AdminError(Exception):
+    """Talking to ProxySQL's admin interface failed; the message says what and where."""
+
+
+class AdminUnreachable(AdminError):
+    """No ProxySQL admin answered (exit code 1)."""
+
+
+class AdminAccessDenied(AdminError):
+    """ProxySQL refused the credentials (bad input: exit code 2)."""
+
+
+class AdminQueryFailed(AdminError):
+    """ProxySQL rejected a statement."""
+
+
+class ApplyFailed(AdminError):
+    """A plan could not be made live; ProxySQL's live rows are as they were."""
+
+
+@dataclass(frozen=True, slots=True)
+class Checksum:
+    """runtime_checksums_values for mysql_servers: version grows by one with every LOAD."""
+
+    version: int
+    epoch: int
+    checksum: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyResult:
+    staged: int  # statements written to the staging area
+    loaded: bool
+    saved: bool
+
+
+def _select(table: str, count: int, tag: str | None = None) -> str:
+    """SELECT of the server columns of `table` for `count` hostgroup parameters.
+
+    Table and column names are constants of this module; every value is a parameter.
+    """
+    marks = ", ".join(["%s"] * count)
+    label = f"'{tag}', " if tag else ""
+    return f"SELECT {label}{_COLUMN_LIST} FROM {table} WHERE hostgroup_id IN ({marks})"  # noqa: S608
+
+
+class AdminClient:
+    """One admin connection. Values always travel as parameters, never inside SQL text."""
+
+    def __init__(self, conn: pymysql.connections.Connection[Any], where: str) -> None:
+        self._conn = conn
+        self.where = where
+
+    @classmethod
+    def connect(cls, settings: ProxySQLSettings) -> AdminClient:
+        import pymysql
+
+        endpoint = settings.endpoint
+        where = f"ProxySQL admin {settings.host}:{settings.port}"
+        ssl: dict[str, str] | None = None
+        if endpoint.tls is not None:
+            ssl = {
+                k: v
+                for k, v in (
+                    ("ca", endpoint.tls.ca),
+                    ("cert", endpoint.tls.cert),
+                    ("key", endpoint.tls.key),
+                )
+                if v
+            }
+        try:
+            conn = pymysql.connect(
+                host=settings.host,
+                port=settings.port,
+                user=endpoint.user,
+                password=endpoint.password.reveal(),
+                connect_timeout=endpoint.connect_timeout_ms / 1000,
+                read_timeout=endpoint.read_timeout_ms / 1000,
+                write_timeout=endpoint.read_timeout_ms / 1000,
+                autocommit=None,
+                ssl=ssl,
+            )
+        except pymysql.err.OperationalError as exc:
+            code = exc.args[0] if exc.args else 0
+            if code == _ACCESS_DENIED:
+                raise AdminAccessDenied(
+                    f"{where}: access denied for user {endpoint.user!r}"
+                ) from None
+            raise AdminUnreachable(f"{where}: unreachable ({_reason(exc)})") from None
+        except OSError as exc:
+            raise AdminUnreachable(f"{where}: unreachable ({exc})") from None
+        return cls(conn, where)
+
+    def close(self) -> None:
+        # closing a dead connection must not hide the outcome that made us close it
+        with contextlib.suppress(Exception):
+            self._conn.close()
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ low level
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        import pymysql
+
+        try:
+            with self._conn.cursor() as cur:
+                cur.execute(sql, tuple(params) if params else None)
+                return list(cur.fetchall())
+        except pymysql.err.OperationalError as exc:
+            code = exc.args[0] if exc.args else 0
+            if code in _UNREACHABLE_CODES:
+                raise AdminUnreachable(f"{self.where}: connection lost ({_reason(exc)})") from None
+            raise AdminQueryFailed(f"{self.where}: {_reason(exc)}") from None
+        except pymysql.err.MySQLError as exc:
+            raise AdminQueryFailed(f"{self.where}: {_reason(exc)}") from None
+        except OSError as exc:
+            raise AdminUnreachable(f"{self.where}: connection lost ({exc})") from None
+
+    # ------------------------------------------------------------ reads
+
+    def read_rows(self, hostgroups: Iterable[int]) -> ClusterRows:
+        """Live and staging rows of the given hostgroups, in one round trip."""
+        wanted = sorted(set(hostgroups))
+        runtime_sql = _select("runtime_mysql_servers", len(wanted), "runtime")
+        sql = f"{runtime_sql} UNION ALL {_select('mysql_servers', len(wanted), 'main')}"
+        runtime: list[ServerRow] = []
+        staging: list[ServerRow] = []
+        for source, *values in self.execute(sql, wanted + wanted):
+            row = ServerRow.from_admin(values)
+            (runtime if source == "runtime" else staging).append(row)
+        return ClusterRows(runtime=sort_rows(runtime), staging=sort_rows(staging))
+
+    def read_staging(self, hostgroups: Iterable[int]) -> tuple[ServerRow, ...]:
+        wanted = sorted(set(hostgroups))
+        rows = self.execute(_select("mysql_servers", len(wanted)), wanted)
+        return sort_rows(ServerRow.from_admin(values) for values in rows)
+
+    def checksum(self) -> Checksum | None:
+        rows = self.execute(
+            "SELECT version, epoch, checksum FROM runtime_checksums_values WHERE name = %s",
+            ("mysql_servers",),
+        )
+        if not rows:
+            return None
+        version, epoch, checksum = rows[0]
+        return Checksum(int(version), int(epoch), str(checksum))
+
+    # ------------------------------------------------------------ writes
+
+    def stage(self, hostgroups: Sequence[int], desired: Sequence[ServerRow]) -> int:
+        """Make mysql_servers hold exactly `desired` in `hostgroups`; return statements issued.
+
+        Only the differences are written, so a staging area that already matches costs one
+        read and no write.
+        """
+        statements = staging_statements(hostgroups, self.read_staging(hostgroups), desired)
+        for statement in statements:
+            self.execute(statement.sql, statement.params)
+        return len(statements)
+
+    def apply(self, plan: Plan, persist: bool) -> ApplyResult:
+        """Stage the plan's rows, verify them, then LOAD (and SAVE) only when live rows change.
+
+        A staging area left half-written by a pass that died is rewritten here even when the
+        plan is empty; it is never loaded unless this call finished writing it.
+        """
+        hostgroups = list(plan.hostgroups.managed)
+        try:
+            staged = self.stage(hostgroups, plan.desired)
+            readback = self.read_staging(hostgroups)
+        except (AdminQueryFailed, BadRow) as exc:
+            raise ApplyFailed(f"staging failed, nothing loaded: {exc}") from None
+        if readback != sort_rows(plan.desired):
+            raise ApplyFailed(
+                f"{self.where}: staging rows changed under us (another writer?), nothing loaded"
+            )
+        if not plan.needs_load:
+            return ApplyResult(staged=staged, loaded=False, saved=False)
+        try:
+            self.execute(LOAD_SERVERS.sql)
+        except AdminQueryFailed as exc:
+            raise ApplyFailed(f"LOAD MYSQL SERVERS TO RUNTIME failed: {exc}") from None
+        saved = False
+        if persist:
+            try:
+                self.execute(SAVE_SERVERS.sql)
+                saved = True
+            except AdminQueryFailed as exc:
+                raise ApplyFailed(f"loaded, but SAVE MYSQL SERVERS TO DISK failed: {exc}") from None
+        return ApplyResult(staged=staged, loaded=True, saved=saved)
+
+
+def _reason(exc: BaseException) -> str:
+    """PyMySQL errors carry (code, message); say both."""
+    args: tuple[object, ...] = exc.args
+    if len(args) >= 2:
+        return f"{args[1]} (error {args[0]})"
+    return str(exc)
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One admin statement with its parameters, kept apart until the driver binds them."""
+
+    sql: str
+    params: tuple[object, ...] = ()
+
+    def render(self) -> str:
+        """The exact text the driver sends: PyMySQL binds on the client, with this escaping."""
+        from pymysql.converters import escape_item
+
+        if not self.params:
+            return self.sql + ";"
+        return (self.sql % tuple(escape_item(p, "utf8mb4") for p in self.params)) + ";"
+
+
+LOAD_SERVERS = Statement("LOAD MYSQL SERVERS TO RUNTIME")
+SAVE_SERVERS = Statement("SAVE MYSQL SERVERS TO DISK")
+_DELETE = "DELETE FROM mysql_servers WHERE hostgroup_id = %s AND hostname = %s AND port = %s"
+# constant column names only; the values are parameters
+_REPLACE = f"REPLACE INTO mysql_servers ({_COLUMN_LIST}) VALUES ({_PLACEHOLDERS})"  # noqa: S608
+
+
+def staging_statements(
+    hostgroups: Sequence[int], staging: Sequence[ServerRow], desired: Sequence[ServerRow]
+) -> tuple[Statement, ...]:
+    """What turns the staging rows of `hostgroups` into exactly `desired` (pure)."""
+    managed = set(hostgroups)
+    for row in desired:
+        if row.hostgroup_id not in managed:
+            raise ApplyFailed(f"refusing to stage {row.describe()}: not a managed hostgroup")
+    current = {row.key: row for row in staging if row.hostgroup_id in managed}
+    wanted = {row.key: row for row in desired}
+    deletes = [Statement(_DELETE, key) for key in sorted(current.keys() - wanted.keys())]
+    replaces = [
+        Statement(_REPLACE, wanted[key].values())
+        for key in sorted(wanted)
+        if current.get(key) != wanted[key]
+    ]
+    return tuple(deletes + replaces)
+
+
+def plan_statements(
+    plan: Plan, staging: Sequence[ServerRow], persist: bool
+) -> tuple[Statement, ...]:
+    """Every statement apply() issues for this plan, in order (what dry-run prints)."""
+    statements = staging_statements(plan.hostgroups.managed, staging, plan.desired)
+    if plan.needs_load:
+        statements += (LOAD_SERVERS, SAVE_SERVERS) if persist else (LOAD_SERVERS,)
+    return statements

@@ -1,0 +1,1 @@
+"""Keep ProxySQL's hostgroups right for a Galera / Percona XtraDB Cluster."""

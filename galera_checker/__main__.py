@@ -1,0 +1,3 @@
+from galera_checker.cli import main
+
+main()

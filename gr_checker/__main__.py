@@ -1,0 +1,3 @@
+from gr_checker.cli import main
+
+main()

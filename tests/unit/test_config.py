@@ -1,0 +1,317 @@
+"""Config loading: precedence, defaults, and one message per problem naming its key."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from checker_core.config import ConfigError, Secret, load
+from checker_core.settings_schema import KEYS, Checker
+from galera_checker.cli import build as build_galera
+from gr_checker.cli import build as build_gr
+
+GOOD = """
+[proxysql]
+host = "127.0.0.1"
+port = 6032
+user = "admin"
+password_file = "{secret}"
+
+[monitor]
+user = "monitor"
+password = "monitor-pw"
+
+[run]
+state_dir = "{state}"
+
+[[cluster]]
+name = "main"
+writer_hostgroup = 100
+reader_hostgroup = 101
+backup_writer_hostgroup = 102
+offline_hostgroup = 9100
+"""
+
+WriteConfig = Callable[[str], Path]
+
+
+@pytest.fixture
+def write_config(tmp_path: Path) -> WriteConfig:
+    secret = tmp_path / "admin.pw"
+    secret.write_text("s3cret\n")
+
+    def write(text: str) -> Path:
+        path = tmp_path / "checker.toml"
+        path.write_text(
+            text.replace("{secret}", str(secret)).replace("{state}", str(tmp_path / "state"))
+        )
+        path.chmod(0o600)
+        return path
+
+    return write
+
+
+def problems_of(path: Path, checker: Checker = Checker.GALERA, **kwargs: object) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        load(path, checker, **{"env": {}, **kwargs})  # type: ignore[arg-type]
+    return [str(p) for p in info.value.problems]
+
+
+def test_good_file_fills_defaults(write_config: WriteConfig) -> None:
+    settings = load(write_config(GOOD), Checker.GALERA, env={})
+    cluster = settings.clusters[0]
+    assert cluster.hostgroups.config_writer == 8100
+    assert cluster.hostgroups.config_reader == 8101
+    assert (cluster.max_writers, cluster.writer_is_also_reader, cluster.retry_down) == (1, 1, 0)
+    assert settings.proxysql.endpoint.password.reveal() == "s3cret"
+    assert settings.run.persist is True
+    assert settings.warnings == ()
+
+
+def test_secrets_never_print(write_config: WriteConfig) -> None:
+    settings = load(write_config(GOOD), Checker.GALERA, env={})
+    text = repr(settings) + str(settings)
+    assert "s3cret" not in text
+    assert "monitor-pw" not in text
+    assert repr(Secret("x")) == "Secret('***')"
+
+
+def test_precedence_file_env_cli(write_config: WriteConfig) -> None:
+    path = write_config(GOOD.replace("[run]\n", '[run]\nlog_level = "warning"\n'))
+    assert load(path, Checker.GALERA, env={}).run.log_level == "warning"
+    env = {"CHECKER_RUN_LOG_LEVEL": "error", "CHECKER_CLUSTER_0_RETRY_DOWN": "3"}
+    from_env = load(path, Checker.GALERA, env=env)
+    assert from_env.run.log_level == "error"
+    assert from_env.clusters[0].retry_down == 3
+    from_cli = load(
+        path, Checker.GALERA, env=env, overrides=["run.log_level=debug", "cluster[0].retry_down=5"]
+    )
+    assert from_cli.run.log_level == "debug"
+    assert from_cli.clusters[0].retry_down == 5
+
+
+def test_env_password_overrides_file(write_config: WriteConfig) -> None:
+    text = GOOD.replace('password = "monitor-pw"\n', "")
+    settings = load(
+        write_config(text), Checker.GALERA, env={"CHECKER_MONITOR_PASSWORD": "from-env"}
+    )
+    assert settings.monitor.password.reveal() == "from-env"
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (("port = 6032", "port = 70000"), "proxysql.port: must be <= 65535, got 70000"),
+        (("port = 6032", 'port = "x"'), "proxysql.port: expected a whole number, got 'x'"),
+        (
+            ("reader_hostgroup = 101", "reader_hostgroup = 100"),
+            "cluster[0].reader_hostgroup: 100 is the same as writer_hostgroup",
+        ),
+        (
+            ("reader_hostgroup = 101", "reader_hostgroup = 0"),
+            "cluster[0].reader_hostgroup: must be >= 1, got 0",
+        ),
+        (
+            ('name = "main"', 'name = "a b"'),
+            "cluster[0].name: 'a b': use 1-64 of A-Z a-z 0-9 _ . -",
+        ),
+        (('name = "main"\n', ""), "cluster[0].name: missing (required)"),
+        (
+            ("offline_hostgroup = 9100", "offline_hostgroup = 9100\nretry_donw = 2"),
+            "cluster[0].retry_donw: unknown key (did you mean retry_down?)",
+        ),
+        (
+            ("offline_hostgroup = 9100", "offline_hostgroup = 9100\nwriter_is_also_reader = 3"),
+            "cluster[0].writer_is_also_reader: must be <= 2, got 3",
+        ),
+        (
+            ("offline_hostgroup = 9100", "offline_hostgroup = 9100\nfail_back = 1"),
+            "cluster[0].fail_back: expected true or false, got 1",
+        ),
+        (
+            ("offline_hostgroup = 9100", "offline_hostgroup = 9100\nconfig_writer_hostgroup = 101"),
+            "cluster[0].config_writer_hostgroup: 101 is the same as reader_hostgroup",
+        ),
+        (
+            ("[run]\n", "[run]\nmax_runtime_ms = 5000\n"),
+            "run.max_runtime_ms: 5000 must be below run.interval_ms (2000) so passes never overlap",
+        ),
+        (
+            ("[run]\n", '[run]\nlog_format = "xml"\n'),
+            "run.log_format: must be one of auto, json, console, got 'xml'",
+        ),
+        (
+            (
+                'password = "monitor-pw"\n',
+                'password = "monitor-pw"\npassword_file = "/etc/hostname"\n',
+            ),
+            "monitor.password: set password or password_file, not both",
+        ),
+        (
+            ('password = "monitor-pw"\n', ""),
+            "monitor.password: missing (set password or password_file)",
+        ),
+        (
+            ('state_dir = "{state}"', 'state_dir = "relative/dir"'),
+            "run.state_dir: 'relative/dir' must be an absolute path "
+            "(the scheduler runs with no working directory of ours)",
+        ),
+        (
+            ("offline_hostgroup = 9100", 'offline_hostgroup = 9100\nbrownout = "hold"'),
+            "cluster[0].brownout: only gr-checker uses this key",
+        ),
+    ],
+)
+def test_each_mistake_names_its_key(
+    write_config: WriteConfig, edit: tuple[str, str], expected: str
+) -> None:
+    old, new = edit
+    assert old in GOOD
+    assert problems_of(write_config(GOOD.replace(old, new, 1))) == [expected]
+
+
+def test_gr_rejects_galera_only_keys(write_config: WriteConfig) -> None:
+    text = GOOD.replace("offline_hostgroup = 9100", "offline_hostgroup = 9100\nmain_segment = 1")
+    assert problems_of(write_config(text), Checker.GR) == [
+        "cluster[0].main_segment: only galera-checker uses this key"
+    ]
+    assert load(write_config(text), Checker.GALERA, env={}).clusters[0].main_segment == 1
+
+
+def test_password_file_errors(write_config: WriteConfig, tmp_path: Path) -> None:
+    missing = GOOD.replace("{secret}", str(tmp_path / "nope"))
+    assert problems_of(write_config(missing)) == [
+        f"proxysql.password_file: cannot read {tmp_path / 'nope'}: No such file or directory"
+    ]
+
+
+def second_cluster(name: str, reader: int) -> str:
+    return (
+        f'\n[[cluster]]\nname = "{name}"\nwriter_hostgroup = 200\nreader_hostgroup = {reader}\n'
+        "backup_writer_hostgroup = 202\noffline_hostgroup = 9200\n"
+    )
+
+
+def test_hostgroups_shared_between_clusters(write_config: WriteConfig) -> None:
+    second = second_cluster("other", 101)
+    problems = problems_of(write_config(GOOD + second))
+    assert problems == ["cluster[1].reader_hostgroup: 101 is already cluster[0].reader_hostgroup"]
+
+
+def test_duplicate_cluster_names(write_config: WriteConfig) -> None:
+    second = second_cluster("main", 201)
+    assert problems_of(write_config(GOOD + second)) == [
+        "cluster[1].name: 'main' is already cluster[0].name"
+    ]
+
+
+def test_bad_env_and_cli_overrides(write_config: WriteConfig) -> None:
+    path = write_config(GOOD)
+    problems = problems_of(
+        path, env={"CHECKER_RUN_LOG_LEVL": "debug"}, overrides=["cluster[3].retry_up=1", "nokey"]
+    )
+    assert problems == [
+        "--set: 'nokey': expected KEY=VALUE",
+        "CHECKER_RUN_LOG_LEVL: unknown key run.log_levl (did you mean log_level?)",
+        "--set cluster[3].retry_up: there is no cluster[3] in the file",
+    ]
+
+
+def test_unknown_section_suggests(write_config: WriteConfig) -> None:
+    problems = problems_of(write_config(GOOD.replace("[monitor]", "[monitr]")))
+    assert problems == [
+        "monitr: unknown section (did you mean monitor?)",
+        "monitor.password: missing (set password or password_file)",
+    ]
+
+
+def test_missing_cluster_and_bad_toml(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[proxysql]\npassword = "x"\n[monitor]\npassword = "y"\n')
+    assert problems_of(path) == ["cluster: no [[cluster]] table: at least one cluster is required"]
+    path.write_text("[proxysql\n")
+    (problem,) = problems_of(path)
+    assert problem.startswith(f"config: {path} is not valid TOML")
+    assert problems_of(tmp_path / "absent.toml") == [
+        f"config: cannot read {tmp_path / 'absent.toml'}: No such file or directory"
+    ]
+
+
+def test_world_readable_password_warns(write_config: WriteConfig) -> None:
+    path = write_config(GOOD)
+    path.chmod(0o644)
+    assert load(path, Checker.GALERA, env={}).warnings == (
+        f"{path} holds a password and is readable by others: chmod 600 {path}",
+    )
+
+
+def test_every_key_is_documented() -> None:
+    for key in KEYS:
+        assert key.doc.strip(), f"{key.section}.{key.name} has no doc"
+
+
+FIVE_MISTAKES = """
+[proxysql]
+port = 0
+password = "x"
+[monitor]
+password = "y"
+[run]
+log_levl = "info"
+[[cluster]]
+name = "main"
+writer_hostgroup = 100
+reader_hostgroup = 100
+backup_writer_hostgroup = 102
+offline_hostgroup = 9100
+max_writers = 0
+retry_up = -1
+"""
+
+
+@pytest.mark.parametrize("builder", [build_galera, build_gr])
+def test_check_config_command_lists_all_five(
+    tmp_path: Path, builder: Callable[[], click.Group]
+) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(FIVE_MISTAKES)
+    env: dict[str, str | None] = {"CHECKER_CONFIG": None}
+    result = CliRunner().invoke(builder(), ["check-config", "--config", str(path)], env=env)
+    assert result.exit_code == 2
+    for key in (
+        "proxysql.port",
+        "run.log_levl",
+        "cluster[0].reader_hostgroup",
+        "cluster[0].max_writers",
+        "cluster[0].retry_up",
+    ):
+        assert f"  {key}: " in result.output
+    assert "5 problem(s)" in result.output
+
+
+def test_check_config_good_file_exit_0(write_config: WriteConfig) -> None:
+    path = write_config(GOOD)
+    result = CliRunner().invoke(build_galera(), ["--config", str(path), "check-config"])
+    assert result.exit_code == 0, result.output
+    assert "cluster main: writer 100, reader 101" in result.output
+    assert "s3cret" not in result.output
+
+
+def test_check_config_without_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CHECKER_CONFIG", raising=False)
+    result = CliRunner().invoke(build_galera(), ["check-config"])
+    assert result.exit_code == 2
+    assert "no configuration file" in result.output
+
+
+def test_config_from_environment_variable(write_config: WriteConfig) -> None:
+    path = write_config(GOOD)
+    result = CliRunner().invoke(
+        build_gr(), ["check-config"], env={**os.environ, "CHECKER_CONFIG": str(path)}
+    )
+    assert result.exit_code == 0, result.output
