@@ -79,7 +79,7 @@ class ServerRow:
         return f"{self.hostname}:{self.port} in hostgroup {self.hostgroup_id} ({self.status.value})"
 
     @classmethod
-    def from_admin(cls, values: Sequence[object]) -> ServerRow:
+    def from_admin(cls, values: Sequence[object | None]) -> ServerRow:
         """Build a row from the strings ProxySQL's admin returns, in COLUMNS order."""
         if len(values) != len(COLUMNS):
             raise BadRow(f"expected {len(COLUMNS)} columns, got {len(values)}: {values!r}")
