@@ -204,6 +204,7 @@ class AdminClient:
             staged = self.stage(hostgroups, plan.desired)
             readback = self.read_staging(hostgroups)
         except (AdminQueryFailed, BadRow) as exc:
+            self._restore_staging(hostgroups)
             raise ApplyFailed(f"staging failed, nothing loaded: {exc}") from None
         if readback != sort_rows(plan.desired):
             raise ApplyFailed(
@@ -223,6 +224,16 @@ class AdminClient:
             except AdminQueryFailed as exc:
                 raise ApplyFailed(f"loaded, but SAVE MYSQL SERVERS TO DISK failed: {exc}") from None
         return ApplyResult(staged=staged, loaded=True, saved=saved)
+
+
+    def _restore_staging(self, hostgroups: Sequence[int]) -> None:
+        """Best effort: put the live rows back into staging so nobody LOADs our half-write.
+
+        If this fails too, the next pass still repairs the staging area before any LOAD.
+        """
+        with contextlib.suppress(AdminError, BadRow):
+            live = self.read_rows(hostgroups).runtime
+            self.stage(hostgroups, live)
 
 
 def _reason(exc: BaseException) -> str:

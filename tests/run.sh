@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The test command: set-up, static checks, then unit and integration tests on the real lab.
+# Extra arguments go to pytest (e.g. bash tests/run.sh tests/unit -k config).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tests/setup.sh
+PYTHON=${PYTHON:-python3}
+echo "== ruff"
+"$PYTHON" -m ruff check .
+"$PYTHON" -m ruff format --check .
+echo "== mypy --strict"
+"$PYTHON" -m mypy
+echo "== pytest"
+exec "$PYTHON" -m pytest "$@"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what the tests and the demo need on a Debian 12 machine (run as root); idempotent.
+#   - Debian packages: MariaDB + Galera 4 for the Galera lab (mariabackup and socat for SST)
+#   - the project with its test extras
+# MySQL for the Group Replication lab is fetched on first use by tests/lab/mysql_dist.py and
+# cached under ~/.cache/proxysql-checkers-lab.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+debs=(mariadb-server galera-4 mariadb-backup mariadb-client socat patchelf xz-utils)
+missing=()
+for pkg in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PYTHON=${PYTHON:-python3}
+if ! "$PYTHON" -c 'import checker_core, pytest, hypothesis, mysql_mimic' 2>/dev/null \
+   || [ pyproject.toml -nt "$(dirname "$0")/.setup-done" ]; then
+  echo "setup: installing the project and its test dependencies"
+  "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[test]'
+  touch "$(dirname "$0")/.setup-done"
+fi
