@@ -101,6 +101,7 @@ class ClusterSettings:
     retry_down: int
     fail_back: bool
     kill_demoted_writer_connections: bool
+    drain_timeout_ms: int
     main_segment: int | None
     brownout: str
 
@@ -429,6 +430,7 @@ def _cluster(
         retry_down=int(str(values["retry_down"])),
         fail_back=bool(values["fail_back"]),
         kill_demoted_writer_connections=bool(values["kill_demoted_writer_connections"]),
+        drain_timeout_ms=int(str(values["drain_timeout_ms"])),
         main_segment=None if values["main_segment"] is None else int(str(values["main_segment"])),
         brownout=str(values["brownout"]),
     )

@@ -187,10 +187,11 @@ class Plan:
     hostgroups: Hostgroups
     desired: tuple[ServerRow, ...]
     changes: tuple[Change, ...] = field(default=())
+    adopted: tuple[ServerRow, ...] = field(default=())  # template rows to create (roster adoption)
 
     @property
     def needs_load(self) -> bool:
-        return bool(self.changes)
+        return bool(self.changes or self.adopted)
 
 
 def sort_rows(rows: Iterable[ServerRow]) -> tuple[ServerRow, ...]:

@@ -13,7 +13,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from checker_core.model import COLUMNS, BadRow, ClusterRows, Plan, ServerRow, sort_rows
+from checker_core.model import (
+    COLUMNS,
+    BadRow,
+    ClusterRows,
+    NodeAddress,
+    Plan,
+    ServerRow,
+    sort_rows,
+)
 
 if TYPE_CHECKING:
     import pymysql
@@ -180,6 +188,15 @@ class AdminClient:
         version, epoch, checksum = rows[0]
         return Checksum(int(version), int(epoch), str(checksum))
 
+    def connections_in_use(self, hostgroup: int) -> dict[NodeAddress, int]:
+        """ConnUsed per server of one hostgroup (how far a drain has got)."""
+        rows = self.execute(
+            "SELECT srv_host, srv_port, ConnUsed FROM stats_mysql_connection_pool "
+            "WHERE hostgroup = %s",
+            (hostgroup,),
+        )
+        return {NodeAddress(str(host), int(port)): int(used) for host, port, used in rows}
+
     # ------------------------------------------------------------ writes
 
     def stage(self, hostgroups: Sequence[int], desired: Sequence[ServerRow]) -> int:
@@ -202,6 +219,8 @@ class AdminClient:
         hostgroups = list(plan.hostgroups.managed)
         try:
             staged = self.stage(hostgroups, plan.desired)
+            if plan.adopted:
+                staged += self.stage(plan.hostgroups.templates, plan.adopted)
             readback = self.read_staging(hostgroups)
         except (AdminQueryFailed, BadRow) as exc:
             self._restore_staging(hostgroups)
@@ -224,7 +243,6 @@ class AdminClient:
             except AdminQueryFailed as exc:
                 raise ApplyFailed(f"loaded, but SAVE MYSQL SERVERS TO DISK failed: {exc}") from None
         return ApplyResult(staged=staged, loaded=True, saved=saved)
-
 
     def _restore_staging(self, hostgroups: Sequence[int]) -> None:
         """Best effort: put the live rows back into staging so nobody LOADs our half-write.
@@ -291,6 +309,8 @@ def plan_statements(
 ) -> tuple[Statement, ...]:
     """Every statement apply() issues for this plan, in order (what dry-run prints)."""
     statements = staging_statements(plan.hostgroups.managed, staging, plan.desired)
+    if plan.adopted:
+        statements += staging_statements(plan.hostgroups.templates, staging, plan.adopted)
     if plan.needs_load:
         statements += (LOAD_SERVERS, SAVE_SERVERS) if persist else (LOAD_SERVERS,)
     return statements

@@ -302,6 +302,14 @@ KEYS: tuple[Key, ...] = (
     ),
     Key(
         "cluster",
+        "drain_timeout_ms",
+        int,
+        30000,
+        "A demoted writer drains (OFFLINE_SOFT) until its connections are done or this long.",
+        minimum=0,
+    ),
+    Key(
+        "cluster",
         "main_segment",
         int,
         None,

@@ -1,0 +1,147 @@
+"""Probing many backends in parallel under one deadline. A failed or late probe is a value.
+
+Each node is probed on its own daemon thread, so a node that hangs (SIGSTOP, a dead network)
+costs the pass nothing beyond the deadline: the thread is abandoned, its connection dropped.
+The daemon keeps one connection per node between passes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from checker_core.decide import ProbeResult
+from checker_core.model import NodeAddress
+
+if TYPE_CHECKING:
+    import pymysql
+
+    from checker_core.config import Endpoint
+
+ProbeFn = Callable[["pymysql.connections.Connection[Any]"], object]
+
+
+def describe_error(exc: BaseException) -> str:
+    """PyMySQL errors carry (code, message); keep both, drop the noise."""
+    args: tuple[object, ...] = exc.args
+    if len(args) >= 2 and isinstance(args[0], int):
+        return f"{args[1]} (error {args[0]})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Prober:
+    """Runs a checker's probe function against nodes with the monitor account."""
+
+    def __init__(self, monitor: Endpoint, probe: ProbeFn, persistent: bool) -> None:
+        self._monitor = monitor
+        self._probe = probe
+        self._persistent = persistent
+        self._conns: dict[NodeAddress, pymysql.connections.Connection[Any]] = {}
+        self._lock = threading.Lock()
+
+    def _connect(
+        self, node: NodeAddress, connect_timeout: float
+    ) -> pymysql.connections.Connection[Any]:
+        import pymysql
+        from pymysql.constants import CLIENT
+
+        monitor = self._monitor
+        ssl: dict[str, str] | None = None
+        if monitor.tls is not None:
+            ssl = {
+                k: v
+                for k, v in (
+                    ("ca", monitor.tls.ca),
+                    ("cert", monitor.tls.cert),
+                    ("key", monitor.tls.key),
+                )
+                if v
+            }
+        return pymysql.connect(
+            host=node.host,
+            port=node.port,
+            user=monitor.user,
+            password=monitor.password.reveal(),
+            connect_timeout=connect_timeout,
+            read_timeout=monitor.read_timeout_ms / 1000,
+            write_timeout=monitor.read_timeout_ms / 1000,
+            client_flag=CLIENT.MULTI_STATEMENTS,
+            autocommit=True,
+            ssl=ssl,
+        )
+
+    def _take(self, node: NodeAddress) -> pymysql.connections.Connection[Any] | None:
+        with self._lock:
+            return self._conns.pop(node, None)
+
+    def _give_back(self, node: NodeAddress, conn: pymysql.connections.Connection[Any]) -> None:
+        if not self._persistent:
+            _close(conn)
+            return
+        with self._lock:
+            old = self._conns.pop(node, None)
+            self._conns[node] = conn
+        if old is not None:
+            _close(old)
+
+    def probe_one(self, node: NodeAddress, deadline: float) -> ProbeResult:
+        started = time.monotonic()
+        conn = self._take(node)
+        try:
+            if conn is None:
+                remaining = max(0.05, deadline - started)
+                conn = self._connect(node, min(self._monitor.connect_timeout_ms / 1000, remaining))
+            facts = self._probe(conn)
+        except Exception as exc:  # every failure of a probe is data about the node
+            if conn is not None:
+                _close(conn)
+            return ProbeResult(node, None, describe_error(exc), (time.monotonic() - started) * 1000)
+        self._give_back(node, conn)
+        return ProbeResult(node, facts, None, (time.monotonic() - started) * 1000)
+
+    def probe_all(
+        self, nodes: Sequence[NodeAddress], deadline: float
+    ) -> dict[NodeAddress, ProbeResult]:
+        """Every node's result by the deadline (monotonic seconds); late ones say so."""
+        started = time.monotonic()
+        results: queue.Queue[ProbeResult] = queue.Queue()
+        for node in nodes:
+            thread = threading.Thread(
+                target=lambda n=node: results.put(self.probe_one(n, deadline)),
+                name=f"probe-{node}",
+                daemon=True,
+            )
+            thread.start()
+        done: dict[NodeAddress, ProbeResult] = {}
+        while len(done) < len(nodes):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                result = results.get(timeout=remaining)
+            except queue.Empty:
+                break
+            done[result.node] = result
+        waited = (time.monotonic() - started) * 1000
+        for node in nodes:
+            if node not in done:
+                done[node] = ProbeResult(
+                    node, None, f"no answer within the pass deadline ({waited:.0f} ms)", waited
+                )
+        return done
+
+    def close(self) -> None:
+        with self._lock:
+            conns, self._conns = list(self._conns.values()), {}
+        for conn in conns:
+            _close(conn)
+
+
+def _close(conn: pymysql.connections.Connection[Any]) -> None:
+    # a broken connection is being discarded anyway
+    with contextlib.suppress(Exception):
+        conn.close()

@@ -1,0 +1,117 @@
+"""One pass's decision (rule S1): a pure function of ProxySQL's rows, the probes, the memory and
+the settings. Each checker brings its Policy; everything else is shared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from checker_core.config import ClusterSettings
+from checker_core.hysteresis import NodeMemory, settle
+from checker_core.model import ClusterRows, NodeAddress, Plan, ServerRow
+from checker_core.planner import plan
+from checker_core.roles import Assignment, RoleRules, assign
+from checker_core.roster import LiveLayout, Roster, adopt_templates, build_roster, check_rows
+from checker_core.verdict import State, Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """One node's probe: the facts it read, or why it read nothing. Failure is data."""
+
+    node: NodeAddress
+    facts: object | None
+    error: str | None
+    elapsed_ms: float
+
+
+class Policy(Protocol):
+    """What a checker decides for itself: verdicts from probes, and who writes."""
+
+    def judge_all(
+        self,
+        probes: Mapping[NodeAddress, ProbeResult],
+        cluster: ClusterSettings,
+        memory: Mapping[NodeAddress, NodeMemory],
+    ) -> dict[NodeAddress, Verdict]: ...
+
+    def choose_writers(
+        self,
+        verdicts: Mapping[NodeAddress, Verdict],
+        roster: Roster,
+        layout: LiveLayout,
+        cluster: ClusterSettings,
+    ) -> tuple[tuple[NodeAddress, ...], str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    roster: Roster
+    adopted: tuple[ServerRow, ...]  # template rows built this pass (empty templates), else ()
+    raw: Mapping[NodeAddress, Verdict]  # what the probes said
+    verdicts: Mapping[NodeAddress, Verdict]  # what the pass acts on (after hysteresis)
+    assignment: Assignment
+    plan: Plan
+    memory: Mapping[NodeAddress, NodeMemory]
+
+
+def roster_of(rows: ClusterRows, cluster: ClusterSettings) -> tuple[Roster, tuple[ServerRow, ...]]:
+    """The roster from the live templates; built from the managed rows when they are empty."""
+    hostgroups = cluster.hostgroups
+    templates = rows.live(hostgroups.templates)
+    if templates:
+        return build_roster(templates, hostgroups), ()
+    adopted = adopt_templates(rows.live(hostgroups.managed), hostgroups)
+    return build_roster(adopted, hostgroups), adopted
+
+
+def decide(
+    policy: Policy,
+    rows: ClusterRows,
+    probes: Mapping[NodeAddress, ProbeResult],
+    *,
+    memory: Mapping[NodeAddress, NodeMemory],
+    cluster: ClusterSettings,
+    drained: frozenset[NodeAddress],
+    now: float,
+) -> Decision:
+    roster, adopted = roster_of(rows, cluster)
+    layout = LiveLayout(cluster.hostgroups, rows.live(cluster.hostgroups.managed))
+    check_rows(rows, cluster.hostgroups, roster)
+    raw = policy.judge_all(probes, cluster, memory)
+    verdicts: dict[NodeAddress, Verdict] = {}
+    remembered: dict[NodeAddress, NodeMemory] = {}
+    for node in roster.addresses:
+        verdict = raw.get(node) or Verdict(node, State.DOWN, "not probed")
+        settled, node_memory = settle(
+            verdict, memory.get(node), layout.routed(node), cluster.retry_up, cluster.retry_down
+        )
+        verdicts[node] = settled
+        remembered[node] = replace(node_memory, lagging=verdict.state is State.LAGGING)
+    writers, how = policy.choose_writers(verdicts, roster, layout, cluster)
+    rules = RoleRules(
+        max_writers=cluster.max_writers,
+        writer_is_also_reader=cluster.writer_is_also_reader,
+        kill_demoted_writer_connections=cluster.kill_demoted_writer_connections,
+    )
+    assignment = assign(
+        writers, verdicts, roster, layout, rules=rules, drained=drained, why_writers=how
+    )
+    for node in roster.addresses:
+        draining = node in assignment.draining
+        since = remembered[node].drain_since
+        remembered[node] = replace(
+            remembered[node],
+            drain_since=(since if since is not None else now) if draining else None,
+        )
+    return Decision(
+        roster=roster,
+        adopted=adopted,
+        raw=raw,
+        verdicts=verdicts,
+        assignment=assignment,
+        plan=replace(plan(roster, layout, assignment, verdicts), adopted=adopted),
+        memory=remembered,
+    )

@@ -1,0 +1,100 @@
+"""What passes remember between runs: hysteresis counters and the pause switch (rule S4, S5).
+
+One JSON state file per checker and cluster, replaced atomically (write, fsync, rename), so a
+pass killed at any point leaves either the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from checker_core.hysteresis import NodeMemory
+from checker_core.model import NodeAddress
+from checker_core.settings_schema import Checker
+
+
+class StateStore:
+    def __init__(self, state_dir: Path, checker: Checker) -> None:
+        self.state_dir = state_dir
+        self.checker = checker
+
+    def ensure_dir(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
+
+    def _path(self, cluster: str, suffix: str) -> Path:
+        return self.state_dir / f"{self.checker.value}.{cluster}.{suffix}"
+
+    def state_path(self, cluster: str) -> Path:
+        return self._path(cluster, "state.json")
+
+    def lock_path(self, cluster: str) -> Path:
+        return self._path(cluster, "lock")
+
+    def pause_path(self, cluster: str | None) -> Path:
+        return self.state_dir / f"{self.checker.value}.{cluster or 'all'}.paused"
+
+    # ------------------------------------------------------------ counters
+
+    def load(self, cluster: str) -> tuple[dict[NodeAddress, NodeMemory], str | None]:
+        """The remembered nodes, and a warning when the file was unreadable (then: start afresh)."""
+        path = self.state_path(cluster)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            nodes = {
+                _node(key): NodeMemory.from_json(value)
+                for key, value in data.get("nodes", {}).items()
+            }
+        except FileNotFoundError:
+            return {}, None
+        except (OSError, ValueError, TypeError, AttributeError, AssertionError) as exc:
+            return {}, f"state file {path} unreadable ({exc}); counters start afresh"
+        return nodes, None
+
+    def save(self, cluster: str, nodes: Mapping[NodeAddress, NodeMemory]) -> None:
+        self.ensure_dir()
+        payload = {"version": 1, "nodes": {str(n): m.to_json() for n, m in sorted(nodes.items())}}
+        _atomic_write(self.state_path(cluster), json.dumps(payload, indent=1, sort_keys=True))
+
+    # ------------------------------------------------------------ pause switch
+
+    def paused(self, cluster: str) -> Path | None:
+        """The pause file in force for this cluster, if any."""
+        for path in (self.pause_path(None), self.pause_path(cluster)):
+            if path.exists():
+                return path
+        return None
+
+    def pause(self, cluster: str | None, reason: str) -> Path:
+        self.ensure_dir()
+        path = self.pause_path(cluster)
+        _atomic_write(path, reason + "\n")
+        return path
+
+    def resume(self, cluster: str | None) -> bool:
+        try:
+            self.pause_path(cluster).unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+
+def _node(text: str) -> NodeAddress:
+    host, _, port = text.rpartition(":")
+    return NodeAddress(host, int(port))
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

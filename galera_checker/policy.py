@@ -1,0 +1,213 @@
+"""Galera / PXC rules G1-G12: what a node's wsrep state means, and who writes. Pure.
+
+The writer is chosen by weight among healthy nodes; read_only only vetoes writing, it never
+makes a reader (Galera nodes are all writable unless someone says otherwise).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from checker_core.config import ClusterSettings
+from checker_core.decide import ProbeResult
+from checker_core.hysteresis import NodeMemory
+from checker_core.model import NodeAddress
+from checker_core.roster import LiveLayout, Roster
+from checker_core.verdict import State, Verdict
+
+_SEGMENT = re.compile(r"(?:^|;)\s*gmcast\.segment\s*=\s*(\d+)")
+
+# wsrep_local_state numbers (Galera's node state machine)
+_STATE_NAMES = {1: "Joining", 2: "Donor/Desynced", 3: "Joined", 4: "Synced"}
+
+
+def _on(value: str | None) -> bool:
+    return (value or "").strip().upper() in ("ON", "1", "TRUE", "YES")
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class GaleraFacts:
+    """The wsrep status and variables a probe read, by lower-case name."""
+
+    values: Mapping[str, str]
+
+    def get(self, name: str) -> str | None:
+        return self.values.get(name)
+
+    @property
+    def segment(self) -> int | None:
+        match = _SEGMENT.search(self.values.get("wsrep_provider_options", ""))
+        return int(match.group(1)) if match else None
+
+    @property
+    def read_only(self) -> bool:
+        return _on(self.get("read_only")) or _on(self.get("super_read_only"))
+
+    @property
+    def recv_queue(self) -> int | None:
+        return _int(self.get("wsrep_local_recv_queue"))
+
+
+def judge(
+    node: NodeAddress,
+    facts: GaleraFacts | None,
+    error: str | None,
+    max_transactions_behind: int,
+    was_lagging: bool,
+) -> Verdict:
+    """G1-G9, first match wins."""
+    if facts is None:
+        return Verdict(node, State.DOWN, f"unreachable: {error or 'no answer'}")  # G1
+    segment = facts.segment
+    queue = facts.recv_queue
+    writable = not facts.read_only
+
+    def verdict(state: State, reason: str, *, hard: bool = False, drain: bool = False) -> Verdict:
+        return Verdict(node, state, reason, writable, hard, drain, segment, queue)
+
+    status = facts.get("wsrep_cluster_status")
+    if status is None:
+        return verdict(State.DOWN, "not a Galera node (no wsrep_cluster_status)", hard=True)
+    if status != "Primary":  # G2
+        return verdict(State.DOWN, f"wsrep_cluster_status={status}", hard=True)
+    for name in ("wsrep_ready", "wsrep_connected"):
+        if not _on(facts.get(name)):
+            return verdict(State.DOWN, f"{name}={facts.get(name)}", hard=True)
+    maint = facts.get("pxc_maint_mode")
+    if maint is not None and maint.upper() != "DISABLED":  # G3, PXC only
+        return verdict(State.MAINTENANCE, f"pxc_maint_mode={maint}", hard=True, drain=True)
+    reject = (facts.get("wsrep_reject_queries") or "NONE").upper()
+    if reject != "NONE":  # G4
+        return verdict(State.OFFLINE, f"wsrep_reject_queries={reject}", hard=True)
+    local_state = _int(facts.get("wsrep_local_state"))
+    comment = facts.get("wsrep_local_state_comment") or _STATE_NAMES.get(local_state or 0, "?")
+    if local_state == 2:  # G5
+        if _on(facts.get("wsrep_desync")):
+            return verdict(
+                State.OFFLINE, f"desynced (wsrep_desync=ON, {comment})", hard=True, drain=True
+            )
+        if _on(facts.get("wsrep_sst_donor_rejects_queries")):
+            return verdict(
+                State.OFFLINE,
+                "donor rejecting queries (wsrep_sst_donor_rejects_queries=ON)",
+                hard=True,
+            )
+        return verdict(State.LAST_RESORT, f"donor ({comment}): last resort only", drain=True)
+    if local_state != 4:  # G6
+        return verdict(State.OFFLINE, f"wsrep_local_state={local_state} ({comment})")
+    if max_transactions_behind > 0 and queue is not None:  # G7
+        limit = max_transactions_behind
+        if queue > limit or (was_lagging and queue * 2 >= limit):
+            return verdict(
+                State.LAGGING,
+                f"wsrep_local_recv_queue={queue} (limit {limit}, back under {limit // 2})",
+                drain=True,
+            )
+    if not writable:  # G8
+        return verdict(State.HEALTHY, "read_only=ON: may read, may not write", drain=True)
+    return verdict(State.HEALTHY, "synced", drain=True)  # G9
+
+
+@dataclass(frozen=True, slots=True)
+class WriterRules:
+    max_writers: int
+    fail_back: bool
+    main_segment: int | None
+
+
+def choose_writers(
+    verdicts: Mapping[NodeAddress, Verdict],
+    roster: Roster,
+    layout: LiveLayout,
+    rules: WriterRules,
+) -> tuple[tuple[NodeAddress, ...], str]:
+    """G10-G12: the writers, best first, and how they were chosen."""
+    writer_hostgroup = layout.hostgroups.writer
+
+    def rank(node: NodeAddress) -> tuple[int, int, str, int]:
+        verdict = verdicts[node]
+        rn = roster.get(node)
+        weight = rn.writer_weight if rn else 0
+        off_segment = int(rules.main_segment is not None and verdict.segment != rules.main_segment)
+        return (off_segment, -weight, node.host, node.port)
+
+    def candidate(node: NodeAddress, states: tuple[State, ...]) -> bool:
+        rn, verdict = roster.get(node), verdicts.get(node)
+        return (
+            rn is not None
+            and rn.writer is not None
+            and verdict is not None
+            and verdict.state in states
+            and verdict.writable
+            and not layout.blocked(node, writer_hostgroup)
+        )
+
+    serving = (State.HEALTHY, State.LAGGING)
+    # a writer whose bad probe is still tolerated (retry_down) keeps the role
+    held = [n for n in layout.writers if n in verdicts and verdicts[n].state is State.SUSPECT]
+    current = sorted((n for n in layout.writers if candidate(n, serving)), key=rank)
+    others = sorted(
+        (n for n in roster.addresses if n not in layout.writers and candidate(n, serving)), key=rank
+    )
+    limit = rules.max_writers
+    if rules.fail_back:
+        ranked = sorted(current + others, key=rank)
+        writers = (held + ranked)[:limit]
+        how = "preferred writer (fail_back)"
+    else:
+        writers = (held + current + others)[:limit]
+        how = (
+            "kept"
+            if writers and all(n in layout.writers for n in writers)
+            else "highest writer weight"
+        )
+    if writers:
+        return tuple(writers), how
+    last_resort = sorted(
+        (n for n in roster.addresses if candidate(n, (State.LAST_RESORT,))), key=rank
+    )
+    if last_resort:
+        kept = [n for n in last_resort if n in layout.writers]
+        return tuple(
+            (kept + [n for n in last_resort if n not in kept])[:limit]
+        ), "last resort: no healthy writable node"
+    return (), "no usable writable node"
+
+
+class GaleraPolicy:
+    """The Galera rules behind checker_core.decide's Policy protocol."""
+
+    def judge_all(
+        self,
+        probes: Mapping[NodeAddress, ProbeResult],
+        cluster: ClusterSettings,
+        memory: Mapping[NodeAddress, NodeMemory],
+    ) -> dict[NodeAddress, Verdict]:
+        verdicts: dict[NodeAddress, Verdict] = {}
+        for node, probe in probes.items():
+            facts = probe.facts if isinstance(probe.facts, GaleraFacts) else None
+            remembered = memory.get(node)
+            was_lagging = remembered.lagging if remembered else False
+            verdicts[node] = judge(
+                node, facts, probe.error, cluster.max_transactions_behind, was_lagging
+            )
+        return verdicts
+
+    def choose_writers(
+        self,
+        verdicts: Mapping[NodeAddress, Verdict],
+        roster: Roster,
+        layout: LiveLayout,
+        cluster: ClusterSettings,
+    ) -> tuple[tuple[NodeAddress, ...], str]:
+        rules = WriterRules(cluster.max_writers, cluster.fail_back, cluster.main_segment)
+        return choose_writers(verdicts, roster, layout, rules)
