@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -20,6 +20,7 @@ from checker_core.settings_schema import Checker
 
 if TYPE_CHECKING:
     from checker_core.config import Settings
+    from checker_core.runner import CheckerKind, PassResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,10 +30,11 @@ class Invocation:
     checker: Checker
     config: Path | None
     overrides: tuple[str, ...]
+    kind: Callable[[], CheckerKind]  # imported only by the commands that run passes
 
     def merged(self, config: Path | None, overrides: tuple[str, ...]) -> Invocation:
         """Options given after the command name win over those given before it."""
-        return Invocation(self.checker, config or self.config, self.overrides + overrides)
+        return replace(self, config=config or self.config, overrides=self.overrides + overrides)
 
 
 def fail(message: str, code: Exit) -> NoReturn:
@@ -76,18 +78,18 @@ def config_options(func: F) -> F:
     )(func)
 
 
-def make_group(checker: Checker, help_text: str) -> click.Group:
+def make_group(checker: Checker, help_text: str, kind: Callable[[], CheckerKind]) -> click.Group:
     @click.group(help=help_text, context_settings={"help_option_names": ["-h", "--help"]})
     @click.version_option(__version__, prog_name=checker.command)
     @config_options
     @click.pass_context
     def group(ctx: click.Context, config: Path | None, overrides: tuple[str, ...]) -> None:
         env_config = os.environ.get("CHECKER_CONFIG")
-        ctx.obj = Invocation(
-            checker, config or (Path(env_config) if env_config else None), overrides
-        )
+        path = config or (Path(env_config) if env_config else None)
+        ctx.obj = Invocation(checker, path, overrides, kind)
 
-    group.add_command(check_config)
+    for command in COMMANDS:
+        group.add_command(command)
     return group
 
 
@@ -116,3 +118,237 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
         )
     for warning in settings.warnings:
         click.echo(f"warning: {warning}", err=True)
+
+
+def _setup_logs(settings: Settings) -> Any:
+    from checker_core import logs
+
+    logs.configure(settings.run.log_format, settings.run.log_level)
+    return logs.get(checker=settings.checker.value)
+
+
+def _run_passes(inv: Invocation, settings: Settings, mode_name: str) -> list[PassResult]:
+    from checker_core.runner import Mode, PassRunner
+
+    runner = PassRunner(settings, inv.kind())
+    try:
+        return runner.run_all(Mode(mode_name))
+    finally:
+        runner.close()
+
+
+@click.command("run")
+@config_options
+@click.option(
+    "--dry-run", is_flag=True, help="Print the node table, verdicts and SQL; change nothing."
+)
+@click.pass_obj
+def run_command(
+    inv: Invocation, config: Path | None, overrides: tuple[str, ...], dry_run: bool
+) -> None:
+    """One pass over every cluster, then exit (the scheduler entry)."""
+    from checker_core.report import log_pass, render
+    from checker_core.runner import exit_code
+
+    settings = load_settings(inv.merged(config, overrides))
+    log = _setup_logs(settings)
+    results = _run_passes(inv, settings, "dry_run" if dry_run else "apply")
+    by_name = {c.name: c for c in settings.clusters}
+    for result in results:
+        if dry_run:
+            click.echo(render(result, by_name[result.cluster].hostgroups, with_sql=True))
+        else:
+            log_pass(log, result)
+    sys.exit(int(exit_code(results)))
+
+
+@click.command("status")
+@config_options
+@click.pass_obj
+def status_command(inv: Invocation, config: Path | None, overrides: tuple[str, ...]) -> None:
+    """The current layout and every node's verdict, as a table; changes nothing."""
+    from checker_core.report import render
+    from checker_core.runner import exit_code
+
+    settings = load_settings(inv.merged(config, overrides))
+    results = _run_passes(inv, settings, "status")
+    by_name = {c.name: c for c in settings.clusters}
+    for result in results:
+        click.echo(render(result, by_name[result.cluster].hostgroups, with_sql=False))
+    sys.exit(int(exit_code(results)))
+
+
+@click.command("daemon")
+@config_options
+@click.pass_obj
+def daemon_command(inv: Invocation, config: Path | None, overrides: tuple[str, ...]) -> None:
+    """Run passes every run.interval_ms until SIGTERM; SIGHUP reloads the configuration."""
+    from checker_core.config import load
+    from checker_core.daemon import run_daemon
+
+    merged = inv.merged(config, overrides)
+    settings = load_settings(merged)
+    log = _setup_logs(settings)
+    assert merged.config is not None
+    path = merged.config
+    first = [settings]
+
+    def load_again() -> Settings:
+        if first:
+            return first.pop()
+        return load(path, inv.checker, overrides=merged.overrides)
+
+    sys.exit(run_daemon(load_again, inv.kind(), log))
+
+
+@click.command("adopt")
+@config_options
+@click.option("--force", is_flag=True, help="Rebuild templates that already hold rows.")
+@click.option("--dry-run", is_flag=True, help="Print the SQL only.")
+@click.pass_obj
+def adopt_command(
+    inv: Invocation, config: Path | None, overrides: tuple[str, ...], force: bool, dry_run: bool
+) -> None:
+    """Build the roster templates from the rows the operator already has in the hostgroups."""
+    from checker_core.proxysql import (
+        LOAD_SERVERS,
+        SAVE_SERVERS,
+        AdminClient,
+        AdminError,
+        staging_statements,
+    )
+    from checker_core.roster import adopt_templates
+
+    settings = load_settings(inv.merged(config, overrides))
+    try:
+        with AdminClient.connect(settings.proxysql) as admin:
+            for cluster in settings.clusters:
+                hg = cluster.hostgroups
+                rows = admin.read_rows(hg.all)
+                current = rows.live(hg.templates)
+                if current and not force:
+                    click.echo(
+                        f"cluster {cluster.name}: templates {hg.config_writer}/{hg.config_reader} "
+                        f"already hold {len(current)} row(s); --force rebuilds them"
+                    )
+                    continue
+                adopted = adopt_templates(rows.live(hg.managed), hg)
+                if not adopted:
+                    managed = ", ".join(map(str, hg.managed))
+                    fail(
+                        f"cluster {cluster.name}: hostgroups {managed} hold no server to adopt",
+                        Exit.BAD_INPUT,
+                    )
+                statements = (
+                    *staging_statements(hg.templates, rows.staging, adopted),
+                    LOAD_SERVERS,
+                    SAVE_SERVERS,
+                )
+                click.echo(
+                    f"cluster {cluster.name}: roster of {len({r.node for r in adopted})} node(s):"
+                )
+                for row in adopted:
+                    click.echo(f"  {row.describe()} weight {row.weight}")
+                for statement in statements:
+                    if dry_run:
+                        click.echo(f"  {statement.render()}")
+                    else:
+                        admin.execute(statement.sql, statement.params)
+    except AdminError as exc:
+        fail(str(exc), _admin_exit(exc))
+
+
+@click.command("pause")
+@config_options
+@click.option("--cluster", "cluster_name", help="Pause one cluster (default: all).")
+@click.option("--reason", default="paused by an operator", help="Kept in the pause file.")
+@click.pass_obj
+def pause_command(
+    inv: Invocation,
+    config: Path | None,
+    overrides: tuple[str, ...],
+    cluster_name: str | None,
+    reason: str,
+) -> None:
+    """Passes observe and log, and change nothing, until resume."""
+    from checker_core.memory import StateStore
+
+    settings = load_settings(inv.merged(config, overrides))
+    _known_cluster(settings, cluster_name)
+    path = StateStore(settings.run.state_dir, inv.checker).pause(cluster_name, reason)
+    click.echo(f"paused {cluster_name or 'all clusters'}: {path}")
+
+
+@click.command("resume")
+@config_options
+@click.option(
+    "--cluster", "cluster_name", help="Resume one cluster (default: the all-clusters switch)."
+)
+@click.pass_obj
+def resume_command(
+    inv: Invocation, config: Path | None, overrides: tuple[str, ...], cluster_name: str | None
+) -> None:
+    """Undo pause."""
+    from checker_core.memory import StateStore
+
+    settings = load_settings(inv.merged(config, overrides))
+    _known_cluster(settings, cluster_name)
+    target = cluster_name or "all clusters"
+    removed = StateStore(settings.run.state_dir, inv.checker).resume(cluster_name)
+    click.echo(f"resumed {target}" if removed else f"{target} was not paused")
+
+
+@click.command("install-scheduler")
+@config_options
+@click.option("--apply", "apply_row", is_flag=True, help="Insert (or update) the row and load it.")
+@click.pass_obj
+def install_scheduler_command(
+    inv: Invocation, config: Path | None, overrides: tuple[str, ...], apply_row: bool
+) -> None:
+    """Print (or with --apply, install) the ProxySQL scheduler row for this config file."""
+    from checker_core.proxysql import AdminClient, AdminError
+    from checker_core.scheduler import existing_row_id, install_statements, scheduler_row
+
+    merged = inv.merged(config, overrides)
+    settings = load_settings(merged)
+    assert merged.config is not None
+    row = scheduler_row(inv.checker, merged.config, settings.run.interval_ms)
+    if not apply_row:
+        for statement in install_statements(row, None):
+            click.echo(statement.render())
+        return
+    try:
+        with AdminClient.connect(settings.proxysql) as admin:
+            row_id = existing_row_id(admin, row)
+            for statement in install_statements(row, row_id):
+                admin.execute(statement.sql, statement.params)
+    except AdminError as exc:
+        fail(str(exc), _admin_exit(exc))
+    action = "updated" if row_id else "inserted"
+    click.echo(
+        f"scheduler row {action}: {row.filename} {row.arg1} {row.arg2} every {row.interval_ms} ms"
+    )
+
+
+def _known_cluster(settings: Settings, name: str | None) -> None:
+    if name is not None and name not in {c.name for c in settings.clusters}:
+        known = ", ".join(c.name for c in settings.clusters)
+        fail(f"--cluster {name}: no such cluster (known: {known})", Exit.BAD_INPUT)
+
+
+def _admin_exit(exc: Exception) -> Exit:
+    from checker_core.proxysql import AdminAccessDenied
+
+    return Exit.BAD_INPUT if isinstance(exc, AdminAccessDenied) else Exit.FAILED
+
+
+COMMANDS = (
+    check_config,
+    run_command,
+    status_command,
+    daemon_command,
+    adopt_command,
+    pause_command,
+    resume_command,
+    install_scheduler_command,
+)

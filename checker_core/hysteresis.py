@@ -59,9 +59,12 @@ def settle(
     Without memory (first pass, lost state file) the node's side is where ProxySQL has it now.
     """
     before = previous if previous is not None else NodeMemory(routable=routed_now)
+    # counting past the largest threshold tells nothing new, and a steady state then leaves
+    # the state file unchanged (no write per pass)
+    cap = max(1, retry_up, retry_down)
     good = raw.state.routable
     if good:
-        streak = before.good_streak + 1
+        streak = min(cap, before.good_streak + 1)
         memory = replace(before, good_streak=streak, bad_streak=0)
         if before.routable or streak >= max(1, retry_up):
             return raw, replace(memory, routable=True)
@@ -69,7 +72,7 @@ def settle(
         return raw.recovering(
             f"{raw.reason} ({streak} of {needed} good probes before routing)"
         ), memory
-    streak = before.bad_streak + 1
+    streak = min(cap, before.bad_streak + 1)
     memory = replace(before, bad_streak=streak, good_streak=0)
     if not before.routable or raw.hard or streak >= max(1, retry_down):
         return raw, replace(memory, routable=False)

@@ -21,6 +21,7 @@ class StateStore:
     def __init__(self, state_dir: Path, checker: Checker) -> None:
         self.state_dir = state_dir
         self.checker = checker
+        self._written: dict[str, str] = {}  # what this process last wrote, per cluster
 
     def ensure_dir(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
@@ -57,7 +58,12 @@ class StateStore:
     def save(self, cluster: str, nodes: Mapping[NodeAddress, NodeMemory]) -> None:
         self.ensure_dir()
         payload = {"version": 1, "nodes": {str(n): m.to_json() for n, m in sorted(nodes.items())}}
-        _atomic_write(self.state_path(cluster), json.dumps(payload, indent=1, sort_keys=True))
+        text = json.dumps(payload, indent=1, sort_keys=True)
+        path = self.state_path(cluster)
+        if self._written.get(cluster) == text and path.exists():
+            return
+        _atomic_write(path, text)
+        self._written[cluster] = text
 
     # ------------------------------------------------------------ pause switch
 

@@ -1,0 +1,117 @@
+"""What a person and the logs see of a pass: the node table, the changes, the SQL. Pure text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from checker_core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
+from checker_core.runner import PassResult
+
+_SHORT = {
+    ServerStatus.ONLINE: "",
+    ServerStatus.SHUNNED: "(shunned)",
+    ServerStatus.OFFLINE_SOFT: "(draining)",
+    ServerStatus.OFFLINE_HARD: "(offline_hard)",
+}
+
+
+def placements(rows: Iterable[ServerRow], hostgroups: Hostgroups, node: NodeAddress) -> str:
+    """Where a node is, e.g. 'writer reader' or 'writer(draining) offline'."""
+    names = {
+        hostgroups.writer: "writer",
+        hostgroups.backup_writer: "backup",
+        hostgroups.reader: "reader",
+        hostgroups.offline: "offline",
+    }
+    order = list(names)
+    found = sorted(
+        (r for r in rows if r.node == node and r.hostgroup_id in names),
+        key=lambda r: order.index(r.hostgroup_id),
+    )
+    return " ".join(names[r.hostgroup_id] + _SHORT[r.status] for r in found) or "-"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()
+    out = [line]
+    out.extend("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+    return out
+
+
+def node_table(result: PassResult, hostgroups: Hostgroups) -> list[str]:
+    decision, layout = result.decision, result.layout
+    if decision is None or layout is None:
+        return []
+    rows = []
+    for rn in decision.roster.nodes:
+        node = rn.node
+        verdict = decision.verdicts[node]
+        probe = result.probes.get(node)
+        rows.append(
+            [
+                str(node),
+                str(rn.writer.weight) if rn.writer else "-",
+                str(rn.reader.weight) if rn.reader else "-",
+                placements(layout.rows, hostgroups, node),
+                verdict.state.value,
+                f"{probe.elapsed_ms:.0f}" if probe else "-",
+                placements(decision.plan.desired, hostgroups, node),
+                verdict.reason,
+            ]
+        )
+    headers = ["node", "w.weight", "r.weight", "now", "verdict", "probe ms", "next", "reason"]
+    return table(headers, rows)
+
+
+def render(result: PassResult, hostgroups: Hostgroups, with_sql: bool) -> str:
+    lines = [result.summary()]
+    if result.decision is not None:
+        lines += ["", *node_table(result, hostgroups)]
+        if result.decision.adopted:
+            lines += ["", "roster adopted into the template hostgroups (they were empty):"]
+            lines += [f"  {row.describe()} weight {row.weight}" for row in result.decision.adopted]
+        changes = result.decision.plan.changes
+        lines += ["", "changes:" if changes else "changes: none"]
+        lines += [f"  {change.describe()}" for change in changes]
+        if with_sql:
+            lines += ["", "SQL:" if result.statements else "SQL: none (ProxySQL already matches)"]
+            lines += [f"  {s.render()}" for s in result.statements]
+    for warning in result.warnings:
+        lines.append(f"warning: {warning}")
+    return "\n".join(lines)
+
+
+def log_pass(log: Any, result: PassResult) -> None:
+    """One info line per pass; at debug level one line per node before it (log: structlog)."""
+    if result.decision is not None:
+        for node, verdict in result.decision.verdicts.items():
+            probe = result.probes.get(node)
+            log.debug(
+                "node",
+                cluster=result.cluster,
+                pass_id=result.pass_id,
+                node=str(node),
+                verdict=verdict.state.value,
+                reason=verdict.reason,
+                probe_ms=round(probe.elapsed_ms, 1) if probe else None,
+            )
+    changes = [c.describe() for c in result.decision.plan.changes] if result.decision else []
+    method = "warning" if result.outcome.exit_code else "info"
+    getattr(log, method)(
+        "pass",
+        cluster=result.cluster,
+        pass_id=result.pass_id,
+        outcome=result.outcome.label,
+        duration_ms=round(result.duration_ms, 1),
+        writers=[str(n) for n in result.writers],
+        verdicts=result.verdict_counts(),
+        change=changes,
+        loaded=bool(result.applied and result.applied.loaded),
+        summary=result.summary(),
+    )
+    for warning in result.warnings:
+        log.warning("state", cluster=result.cluster, pass_id=result.pass_id, reason=warning)

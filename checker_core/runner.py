@@ -1,0 +1,255 @@
+"""One pass per cluster (read -> probe -> decide -> apply -> report) and the daemon's cadence.
+
+Side effects live here and in proxysql.py, backend.py, memory.py, lock.py; everything between
+the reads and the apply is checker_core.decide, which is pure.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from checker_core.backend import ProbeFn, Prober
+from checker_core.config import ClusterSettings, Settings
+from checker_core.decide import Decision, Policy, ProbeResult, decide, roster_of
+from checker_core.exitcodes import Exit
+from checker_core.hysteresis import NodeMemory
+from checker_core.lock import PassTimeout, cluster_lock, deadline
+from checker_core.memory import StateStore
+from checker_core.model import BadRow, NodeAddress
+from checker_core.proxysql import (
+    AdminAccessDenied,
+    AdminClient,
+    AdminError,
+    ApplyFailed,
+    ApplyResult,
+    Statement,
+    plan_statements,
+)
+from checker_core.roster import BadRows, LiveLayout
+from checker_core.settings_schema import Checker
+
+# share of max_runtime_ms the probes may use; the rest is for reading and writing ProxySQL
+PROBE_SHARE = 0.6
+
+
+class Mode(enum.Enum):
+    APPLY = "apply"
+    DRY_RUN = "dry_run"
+    STATUS = "status"
+
+
+class Outcome(enum.Enum):
+    CHANGED = ("changed", Exit.OK)
+    UNCHANGED = ("unchanged", Exit.OK)
+    PLANNED = ("planned", Exit.OK)  # dry-run / status: computed, not applied
+    PAUSED = ("paused", Exit.OK)
+    BUSY = ("busy", Exit.OK)
+    FAILED = ("failed", Exit.FAILED)
+    BAD_INPUT = ("bad_input", Exit.BAD_INPUT)
+
+    def __init__(self, label: str, exit_code: Exit) -> None:
+        self.label = label
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True, slots=True)
+class CheckerKind:
+    """What makes a checker: its name, its rules and its probe."""
+
+    checker: Checker
+    policy: Policy
+    probe: ProbeFn
+
+
+@dataclass(frozen=True, slots=True)
+class PassResult:
+    cluster: str
+    pass_id: str
+    outcome: Outcome
+    duration_ms: float
+    message: str  # why, when the pass did not get to a decision
+    decision: Decision | None = None
+    layout: LiveLayout | None = None
+    probes: Mapping[NodeAddress, ProbeResult] = field(default_factory=dict)
+    statements: tuple[Statement, ...] = ()
+    applied: ApplyResult | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def writers(self) -> tuple[NodeAddress, ...]:
+        return self.decision.assignment.writers if self.decision else ()
+
+    def verdict_counts(self) -> dict[str, int]:
+        if not self.decision:
+            return {}
+        return dict(sorted(Counter(v.state.value for v in self.decision.verdicts.values()).items()))
+
+    def summary(self) -> str:
+        """The one sentence that says what this pass did (the log line and what tests read)."""
+        head = f"cluster {self.cluster}: "
+        if self.decision is None:
+            return head + self.message
+        before = self.layout.writers if self.layout else ()
+        writers = ", ".join(map(str, self.writers)) or "none"
+        if tuple(before) != tuple(self.writers):
+            was = ", ".join(map(str, before)) or "none"
+            writer_text = f"writer {writers} (was {was})"
+        else:
+            writer_text = f"writer {writers}"
+        changes = len(self.decision.plan.changes)
+        if self.outcome is Outcome.CHANGED:
+            action = f"{changes} change(s) loaded"
+        elif self.outcome is Outcome.UNCHANGED:
+            action = "no change"
+        elif self.outcome is Outcome.PAUSED:
+            action = f"paused, {changes} change(s) not applied"
+        elif self.outcome is Outcome.PLANNED:
+            action = f"{changes} change(s) planned, not applied"
+        else:
+            action = self.message
+        counts = ", ".join(f"{k} {v}" for k, v in self.verdict_counts().items())
+        return f"{head}{action}; {writer_text}; {counts}; {self.duration_ms:.0f} ms"
+
+
+class PassRunner:
+    """Runs passes for every configured cluster; keeps connections when persistent (daemon)."""
+
+    def __init__(self, settings: Settings, kind: CheckerKind, persistent: bool = False) -> None:
+        self.settings = settings
+        self.kind = kind
+        self.persistent = persistent
+        self.store = StateStore(settings.run.state_dir, kind.checker)
+        self.prober = Prober(settings.monitor, kind.probe, persistent)
+        self._admin: AdminClient | None = None
+        self.clock: Callable[[], float] = time.time
+
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient.connect(self.settings.proxysql)
+        return self._admin
+
+    def close(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+        self.prober.close()
+
+    def run_all(self, mode: Mode) -> list[PassResult]:
+        return [self.run(cluster, mode) for cluster in self.settings.clusters]
+
+    def run(self, cluster: ClusterSettings, mode: Mode) -> PassResult:
+        started = time.monotonic()
+        pass_id = uuid.uuid4().hex[:12]
+
+        def result(outcome: Outcome, message: str, **extra: object) -> PassResult:
+            duration = (time.monotonic() - started) * 1000
+            return PassResult(cluster.name, pass_id, outcome, duration, message, **extra)  # type: ignore[arg-type]
+
+        if mode is not Mode.APPLY:
+            return self._guarded(cluster, mode, started, result)
+        self.store.ensure_dir()
+        with cluster_lock(self.store.lock_path(cluster.name)) as held:
+            if not held:
+                return result(Outcome.BUSY, "another pass holds the lock; skipped")
+            return self._guarded(cluster, mode, started, result)
+
+    def _guarded(
+        self,
+        cluster: ClusterSettings,
+        mode: Mode,
+        started: float,
+        result: Callable[..., PassResult],
+    ) -> PassResult:
+        """The pass under its deadline, with every failure turned into an outcome."""
+        budget = self.settings.run.max_runtime_ms / 1000
+        try:
+            if threading.current_thread() is threading.main_thread():
+                with deadline(max(0.001, budget - (time.monotonic() - started))):
+                    return self._pass(cluster, mode, started, result)
+            return self._pass(cluster, mode, started, result)
+        except (AdminAccessDenied, BadRows, BadRow) as exc:
+            return result(Outcome.BAD_INPUT, f"bad input, nothing changed: {exc}")
+        except ApplyFailed as exc:
+            self._drop_admin()
+            return result(Outcome.FAILED, f"apply failed, live rows unchanged: {exc}")
+        except AdminError as exc:
+            self._drop_admin()
+            return result(Outcome.FAILED, str(exc))
+        except PassTimeout as exc:
+            self._drop_admin()
+            return result(Outcome.FAILED, f"{exc}; nothing loaded after that point")
+
+    def _drop_admin(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+    def _pass(
+        self,
+        cluster: ClusterSettings,
+        mode: Mode,
+        started: float,
+        result: Callable[..., PassResult],
+    ) -> PassResult:
+        admin = self.admin()
+        hostgroups = cluster.hostgroups
+        rows = admin.read_rows(hostgroups.all)
+        roster, _ = roster_of(rows, cluster)
+        if not roster.nodes:
+            return result(
+                Outcome.BAD_INPUT,
+                f"no roster: hostgroups {', '.join(map(str, hostgroups.all))} hold no server; "
+                "add the nodes to the writer/reader hostgroups or the templates",
+            )
+        probe_deadline = started + self.settings.run.max_runtime_ms / 1000 * PROBE_SHARE
+        probes = self.prober.probe_all(roster.addresses, probe_deadline)
+        memory, warning = self.store.load(cluster.name)
+        layout = LiveLayout(hostgroups, rows.live(hostgroups.managed))
+        now = self.clock()
+        drained = self._drained(admin, layout, memory, cluster, now)
+        decision = decide(
+            self.kind.policy, rows, probes, memory=memory, cluster=cluster, drained=drained, now=now
+        )
+        warnings = (warning,) if warning else ()
+        statements = plan_statements(decision.plan, rows.staging, self.settings.run.persist)
+        extra = {"decision": decision, "layout": layout, "probes": probes, "warnings": warnings}
+        if mode is not Mode.APPLY:
+            return result(Outcome.PLANNED, "planned", statements=statements, **extra)
+        paused = self.store.paused(cluster.name)
+        if paused is not None:
+            self.store.save(cluster.name, decision.memory)
+            return result(Outcome.PAUSED, f"paused by {paused}", statements=statements, **extra)
+        applied = admin.apply(decision.plan, self.settings.run.persist)
+        self.store.save(cluster.name, decision.memory)
+        outcome = Outcome.CHANGED if applied.loaded else Outcome.UNCHANGED
+        return result(outcome, outcome.label, statements=statements, applied=applied, **extra)
+
+    def _drained(
+        self,
+        admin: AdminClient,
+        layout: LiveLayout,
+        memory: Mapping[NodeAddress, NodeMemory],
+        cluster: ClusterSettings,
+        now: float,
+    ) -> frozenset[NodeAddress]:
+        """Draining writers whose connections are done, or whose drain ran out of time."""
+        if not layout.draining:
+            return frozenset()
+        in_use = admin.connections_in_use(cluster.hostgroups.writer)
+        done = set()
+        for node in layout.draining:
+            since = memory[node].drain_since if node in memory else None
+            timed_out = since is not None and (now - since) * 1000 >= cluster.drain_timeout_ms
+            if in_use.get(node, 0) == 0 or timed_out:
+                done.add(node)
+        return frozenset(done)
+
+
+def exit_code(results: list[PassResult]) -> Exit:
+    return max((r.outcome.exit_code for r in results), default=Exit.OK)
