@@ -16,6 +16,7 @@ from checker_core.hysteresis import NodeMemory
 from checker_core.model import NodeAddress
 from checker_core.roster import LiveLayout, Roster
 from checker_core.verdict import State, Verdict
+from checker_core.writers import WriterRules, writers_by_weight
 
 _SEGMENT = re.compile(r"(?:^|;)\s*gmcast\.segment\s*=\s*(\d+)")
 
@@ -117,72 +118,6 @@ def judge(
     return verdict(State.HEALTHY, "synced", drain=True)  # G9
 
 
-@dataclass(frozen=True, slots=True)
-class WriterRules:
-    max_writers: int
-    fail_back: bool
-    main_segment: int | None
-
-
-def choose_writers(
-    verdicts: Mapping[NodeAddress, Verdict],
-    roster: Roster,
-    layout: LiveLayout,
-    rules: WriterRules,
-) -> tuple[tuple[NodeAddress, ...], str]:
-    """G10-G12: the writers, best first, and how they were chosen."""
-    writer_hostgroup = layout.hostgroups.writer
-
-    def rank(node: NodeAddress) -> tuple[int, int, str, int]:
-        verdict = verdicts[node]
-        rn = roster.get(node)
-        weight = rn.writer_weight if rn else 0
-        off_segment = int(rules.main_segment is not None and verdict.segment != rules.main_segment)
-        return (off_segment, -weight, node.host, node.port)
-
-    def candidate(node: NodeAddress, states: tuple[State, ...]) -> bool:
-        rn, verdict = roster.get(node), verdicts.get(node)
-        return (
-            rn is not None
-            and rn.writer is not None
-            and verdict is not None
-            and verdict.state in states
-            and verdict.writable
-            and not layout.blocked(node, writer_hostgroup)
-        )
-
-    serving = (State.HEALTHY, State.LAGGING)
-    # a writer whose bad probe is still tolerated (retry_down) keeps the role
-    held = [n for n in layout.writers if n in verdicts and verdicts[n].state is State.SUSPECT]
-    current = sorted((n for n in layout.writers if candidate(n, serving)), key=rank)
-    others = sorted(
-        (n for n in roster.addresses if n not in layout.writers and candidate(n, serving)), key=rank
-    )
-    limit = rules.max_writers
-    if rules.fail_back:
-        ranked = sorted(current + others, key=rank)
-        writers = (held + ranked)[:limit]
-        how = "preferred writer (fail_back)"
-    else:
-        writers = (held + current + others)[:limit]
-        how = (
-            "kept"
-            if writers and all(n in layout.writers for n in writers)
-            else "highest writer weight"
-        )
-    if writers:
-        return tuple(writers), how
-    last_resort = sorted(
-        (n for n in roster.addresses if candidate(n, (State.LAST_RESORT,))), key=rank
-    )
-    if last_resort:
-        kept = [n for n in last_resort if n in layout.writers]
-        return tuple(
-            (kept + [n for n in last_resort if n not in kept])[:limit]
-        ), "last resort: no healthy writable node"
-    return (), "no usable writable node"
-
-
 class GaleraPolicy:
     """The Galera rules behind checker_core.decide's Policy protocol."""
 
@@ -210,4 +145,13 @@ class GaleraPolicy:
         cluster: ClusterSettings,
     ) -> tuple[tuple[NodeAddress, ...], str]:
         rules = WriterRules(cluster.max_writers, cluster.fail_back, cluster.main_segment)
-        return choose_writers(verdicts, roster, layout, rules)
+        # G10: healthy writable nodes serve, lagging ones too (flow control bounds them); a
+        # donor that still serves is the last resort
+        return writers_by_weight(
+            verdicts,
+            roster,
+            layout,
+            rules,
+            serving=(State.HEALTHY, State.LAGGING),
+            last_resort=(State.LAST_RESORT,),
+        )
