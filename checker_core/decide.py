@@ -57,6 +57,18 @@ class Decision:
     memory: Mapping[NodeAddress, NodeMemory]
 
 
+QUEUE_SAMPLES = 10  # enough points for a drain rate, few enough to keep the state file small
+
+
+def queue_history(
+    verdict: Verdict, memory: NodeMemory, now: float
+) -> tuple[tuple[float, int], ...]:
+    """Queue lengths seen during a brownout, newest last; forgotten once it is over."""
+    if verdict.state is not State.BROWNOUT or verdict.queue is None:
+        return ()
+    return (*memory.queue_samples, (now, verdict.queue))[-QUEUE_SAMPLES:]
+
+
 def roster_of(rows: ClusterRows, cluster: ClusterSettings) -> tuple[Roster, tuple[ServerRow, ...]]:
     """The roster from the live templates; built from the managed rows when they are empty."""
     hostgroups = cluster.hostgroups
@@ -78,7 +90,7 @@ def decide(
     now: float,
 ) -> Decision:
     roster, adopted = roster_of(rows, cluster)
-    layout = LiveLayout(cluster.hostgroups, rows.live(cluster.hostgroups.managed))
+    layout = LiveLayout.of(rows, cluster.hostgroups)
     check_rows(rows, cluster.hostgroups, roster)
     raw = policy.judge_all(probes, cluster, memory)
     verdicts: dict[NodeAddress, Verdict] = {}
@@ -89,7 +101,11 @@ def decide(
             verdict, memory.get(node), layout.routed(node), cluster.retry_up, cluster.retry_down
         )
         verdicts[node] = settled
-        remembered[node] = replace(node_memory, lagging=verdict.state is State.LAGGING)
+        remembered[node] = replace(
+            node_memory,
+            lagging=verdict.state is State.LAGGING,
+            queue_samples=queue_history(verdict, node_memory, now),
+        )
     writers, how = policy.choose_writers(verdicts, roster, layout, cluster)
     rules = RoleRules(
         max_writers=cluster.max_writers,

@@ -72,8 +72,10 @@ def plan(
 ) -> Plan:
     hg = layout.hostgroups
     desired = wanted_rows(roster, layout, assignment)
-    live = {row.key: row for row in layout.rows}
-    wanted = {row.key: row for row in desired}
+    # operator rows are kept in staging as they are; they are never a live change of ours
+    kept = {row.key for row in layout.operator_rows}
+    live = {row.key: row for row in layout.rows if row.key not in kept}
+    wanted = {row.key: row for row in desired if row.key not in kept}
 
     def why(row: ServerRow) -> str:
         verdict = verdicts.get(row.node)

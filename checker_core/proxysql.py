@@ -270,12 +270,24 @@ class Statement:
     params: tuple[object, ...] = ()
 
     def render(self) -> str:
-        """The exact text the driver sends: PyMySQL binds on the client, with this escaping."""
-        from pymysql.converters import escape_item
+        """The statement as text a person can paste into the admin interface.
 
+        ProxySQL's admin sessions run with NO_BACKSLASH_ESCAPES (PyMySQL then doubles quotes
+        when it binds), so a quote is doubled and a backslash is an ordinary character.
+        """
         if not self.params:
             return self.sql + ";"
-        return (self.sql % tuple(escape_item(p, "utf8mb4") for p in self.params)) + ";"
+        return (self.sql % tuple(_literal(p) for p in self.params)) + ";"
+
+
+def _literal(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int):
+        return str(value)
+    return "'" + str(value).replace("'", "''") + "'"
 
 
 LOAD_SERVERS = Statement("LOAD MYSQL SERVERS TO RUNTIME")

@@ -92,6 +92,20 @@ class LiveLayout:
 
     hostgroups: Hostgroups
     rows: tuple[ServerRow, ...]
+    # rows an operator set OFFLINE_HARD: they stay exactly as they are (rule S5). ProxySQL drops
+    # OFFLINE_HARD servers from runtime_mysql_servers once idle, so they are read from
+    # mysql_servers too (the tool itself never writes OFFLINE_HARD)
+    operator_rows: tuple[ServerRow, ...] = ()
+
+    @classmethod
+    def of(cls, rows: ClusterRows, hostgroups: Hostgroups) -> LiveLayout:
+        managed = hostgroups.managed
+        hard = {
+            r.key: r
+            for r in (*rows.live(managed), *rows.staged(managed))
+            if r.status is ServerStatus.OFFLINE_HARD
+        }
+        return cls(hostgroups, rows.live(managed), sort_rows(hard.values()))
 
     def _nodes(self, hostgroup: int, statuses: Iterable[ServerStatus]) -> tuple[NodeAddress, ...]:
         wanted = set(statuses)
@@ -121,11 +135,6 @@ class LiveLayout:
     def routed(self, node: NodeAddress) -> bool:
         """Carrying traffic now in some role."""
         return node in self.writers or node in self.backup_writers or node in self.readers
-
-    @property
-    def operator_rows(self) -> tuple[ServerRow, ...]:
-        """Rows an operator set OFFLINE_HARD: they stay exactly as they are (rule S5)."""
-        return tuple(r for r in self.rows if r.status is ServerStatus.OFFLINE_HARD)
 
     def blocked(self, node: NodeAddress, hostgroup: int) -> bool:
         return any(r.node == node and r.hostgroup_id == hostgroup for r in self.operator_rows)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from checker_core.backend import ProbeFn, Prober
+from checker_core.brownout import BrownoutReport, brownout_report
 from checker_core.config import ClusterSettings, Settings
 from checker_core.decide import Decision, Policy, ProbeResult, decide, roster_of
 from checker_core.exitcodes import Exit
@@ -85,6 +86,12 @@ class PassResult:
     def writers(self) -> tuple[NodeAddress, ...]:
         return self.decision.assignment.writers if self.decision else ()
 
+    def brownouts(self) -> tuple[BrownoutReport, ...]:
+        if not self.decision:
+            return ()
+        found = (brownout_report(n, m) for n, m in sorted(self.decision.memory.items()))
+        return tuple(r for r in found if r is not None)
+
     def verdict_counts(self) -> dict[str, int]:
         if not self.decision:
             return {}
@@ -114,7 +121,8 @@ class PassResult:
         else:
             action = self.message
         counts = ", ".join(f"{k} {v}" for k, v in self.verdict_counts().items())
-        return f"{head}{action}; {writer_text}; {counts}; {self.duration_ms:.0f} ms"
+        notes = "".join(f"; {b.describe()}" for b in self.brownouts())
+        return f"{head}{action}; {writer_text}{notes}; {counts}; {self.duration_ms:.0f} ms"
 
 
 class PassRunner:
@@ -210,7 +218,7 @@ class PassRunner:
         probe_deadline = started + self.settings.run.max_runtime_ms / 1000 * PROBE_SHARE
         probes = self.prober.probe_all(roster.addresses, probe_deadline)
         memory, warning = self.store.load(cluster.name)
-        layout = LiveLayout(hostgroups, rows.live(hostgroups.managed))
+        layout = LiveLayout.of(rows, hostgroups)
         now = self.clock()
         drained = self._drained(admin, layout, memory, cluster, now)
         decision = decide(

@@ -42,6 +42,9 @@ class Verdict:
     drain: bool = False  # if it was a writer, let its transactions finish (OFFLINE_SOFT) first
     segment: int | None = None
     queue: int | None = None  # receive / applier queue, when known
+    role: str | None = (
+        None  # what the cluster itself calls the node (GR: primary, secondary, member)
+    )
 
     def describe(self) -> str:
         return f"{self.node}: {self.state.value}: {self.reason}"

@@ -1,17 +1,24 @@
-"""Command line of the checker (a click group built from checker_core.cli)."""
+"""gr-checker's command line (the shared click group with the Group Replication rules)."""
 
 from __future__ import annotations
 
 import click
 
 from checker_core.cli import make_group
+from checker_core.runner import CheckerKind
 from checker_core.settings_schema import Checker
 
 
+def kind() -> CheckerKind:
+    from gr_checker.policy import GroupReplicationPolicy
+    from gr_checker.probe import probe
+
+    return CheckerKind(Checker.GR, GroupReplicationPolicy(), probe)
+
+
 def build() -> click.Group:
-    return make_group(
-        Checker.GR, "Keep ProxySQL's hostgroups right for a MySQL Group Replication group."
-    )
+    help_text = "Keep ProxySQL's hostgroups right for a MySQL Group Replication group."
+    return make_group(Checker.GR, help_text, kind)
 
 
 def main() -> None:

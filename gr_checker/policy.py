@@ -1,0 +1,204 @@
+"""Group Replication rules R2-R6: member state, quorum, cross-checked views, who writes. Pure.
+
+The group elects; the checker follows and never writes to a node with super_read_only=ON. A new
+primary still super_read_only is in "brownout" (applying its backlog): with `brownout = hold` the
+writer hostgroup stays empty of it, so ProxySQL holds new writes instead of failing them with
+error 1290, and the pass it turns writable it becomes the writer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from checker_core.config import ClusterSettings
+from checker_core.decide import ProbeResult
+from checker_core.hysteresis import NodeMemory
+from checker_core.model import NodeAddress
+from checker_core.roster import LiveLayout, Roster
+from checker_core.verdict import State, Verdict
+from checker_core.writers import WriterRules, writers_by_weight
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One row of performance_schema.replication_group_members, as one member sees it."""
+
+    member_id: str
+    host: str
+    port: int
+    state: str
+    role: str
+
+    @property
+    def address(self) -> NodeAddress:
+        return NodeAddress(self.host, self.port)
+
+
+@dataclass(frozen=True, slots=True)
+class GrFacts:
+    server_uuid: str
+    super_read_only: bool
+    read_only: bool
+    single_primary: bool
+    members: tuple[Member, ...]  # this member's view of the group
+    applier_queue: int | None  # COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE of itself
+    certify_queue: int | None  # COUNT_TRANSACTIONS_IN_QUEUE
+    remote_applied: int | None  # COUNT_TRANSACTIONS_REMOTE_APPLIED
+
+    @property
+    def me(self) -> Member | None:
+        return next((m for m in self.members if m.member_id == self.server_uuid), None)
+
+    @property
+    def online(self) -> int:
+        return sum(1 for m in self.members if m.state == "ONLINE")
+
+    @property
+    def has_quorum(self) -> bool:
+        """More than half of the members in its own view are ONLINE (R3)."""
+        me = self.me
+        return me is not None and me.state == "ONLINE" and self.online * 2 > len(self.members)
+
+    def sees_online(self, member_id: str) -> bool:
+        return any(m.member_id == member_id and m.state == "ONLINE" for m in self.members)
+
+
+def _facts(probe: ProbeResult | None) -> GrFacts | None:
+    return probe.facts if probe is not None and isinstance(probe.facts, GrFacts) else None
+
+
+def judge_group(
+    probes: Mapping[NodeAddress, ProbeResult],
+    max_transactions_behind: int,
+    lagging_before: Mapping[NodeAddress, bool],
+) -> dict[NodeAddress, Verdict]:
+    """R2-R6 for every probed node, each view checked against the majority's."""
+    quorum_views = [
+        f for f in (_facts(p) for p in probes.values()) if f is not None and f.has_quorum
+    ]
+    verdicts: dict[NodeAddress, Verdict] = {}
+    for node, probe in probes.items():
+        facts = _facts(probe)
+        if facts is None:
+            verdicts[node] = Verdict(node, State.DOWN, f"unreachable: {probe.error or 'no answer'}")
+            continue
+        verdicts[node] = _judge(
+            node, facts, quorum_views, max_transactions_behind, lagging_before.get(node, False)
+        )
+    return verdicts
+
+
+def _judge(
+    node: NodeAddress,
+    facts: GrFacts,
+    quorum_views: list[GrFacts],
+    max_transactions_behind: int,
+    was_lagging: bool,
+) -> Verdict:
+    writable = not (facts.super_read_only or facts.read_only)
+    queue = facts.applier_queue
+    me = facts.me
+    role = None
+    if me is not None:
+        role = (
+            ("primary" if me.role == "PRIMARY" else "secondary")
+            if facts.single_primary
+            else "member"
+        )
+
+    def verdict(state: State, reason: str, *, hard: bool = False, drain: bool = False) -> Verdict:
+        may_write = writable and state is State.HEALTHY and role in ("primary", "member")
+        return Verdict(node, state, reason, may_write, hard, drain, None, queue, role)
+
+    if me is None:
+        return verdict(
+            State.OFFLINE, "not in its own replication_group_members view (GR stopped?)", hard=True
+        )
+    if me.state != "ONLINE":  # R2: the group itself says it is not serving
+        return verdict(State.OFFLINE, f"MEMBER_STATE={me.state}", hard=True)
+    if not facts.has_quorum:  # R3
+        return verdict(
+            State.OFFLINE,
+            f"minority: {facts.online} of {len(facts.members)} members ONLINE in its view",
+            hard=True,
+        )
+    seen_by = sum(1 for view in quorum_views if view.sees_online(facts.server_uuid))
+    if seen_by * 2 <= len(quorum_views):
+        return verdict(
+            State.OFFLINE,
+            f"the majority does not see it ONLINE ({seen_by} of {len(quorum_views)} views)",
+            hard=True,
+        )
+    if role == "primary" and not writable:  # R5
+        return verdict(State.BROWNOUT, f"new primary still super_read_only, applier queue {queue}")
+    if role == "secondary" and max_transactions_behind > 0 and queue is not None:  # R6
+        limit = max_transactions_behind
+        if queue > limit or (was_lagging and queue * 2 >= limit):
+            return verdict(
+                State.LAGGING, f"applier queue {queue} (limit {limit}, back under {limit // 2})"
+            )
+    if role == "secondary":
+        # a former primary's open transactions fail with 1290 anyway: no drain
+        return verdict(State.HEALTHY, "secondary")
+    return verdict(State.HEALTHY, f"{role}" if writable else f"{role}, read_only", drain=True)
+
+
+def primary_writers(
+    verdicts: Mapping[NodeAddress, Verdict],
+    roster: Roster,
+    layout: LiveLayout,
+    brownout: str,
+) -> tuple[tuple[NodeAddress, ...], str]:
+    """R4/R5 single-primary: the writer is the group's PRIMARY, once it can take writes."""
+    writer_hostgroup = layout.hostgroups.writer
+    held = [n for n in layout.writers if verdicts.get(n) and verdicts[n].state is State.SUSPECT]
+    primaries = [
+        n
+        for n in roster.addresses
+        if (v := verdicts.get(n)) is not None
+        and v.role == "primary"
+        and v.state in (State.HEALTHY, State.BROWNOUT)
+        and not layout.blocked(n, writer_hostgroup)
+    ]
+    for node in primaries:
+        verdict = verdicts[node]
+        if verdict.state is State.HEALTHY and verdict.writable:
+            return (node,), "the group's primary"
+        if verdict.state is State.BROWNOUT:
+            if brownout == "route":
+                return (node,), "the group's primary, routed during brownout (brownout = route)"
+            return (
+                (),
+                "brownout: holding writes until the new primary is writable (brownout = hold)",
+            )
+    if held:
+        return tuple(held[:1]), "kept: probe failure tolerated (retry_down)"
+    return (), "no writable primary"
+
+
+class GroupReplicationPolicy:
+    """The GR rules behind checker_core.decide's Policy protocol."""
+
+    def judge_all(
+        self,
+        probes: Mapping[NodeAddress, ProbeResult],
+        cluster: ClusterSettings,
+        memory: Mapping[NodeAddress, NodeMemory],
+    ) -> dict[NodeAddress, Verdict]:
+        lagging = {node: m.lagging for node, m in memory.items()}
+        return judge_group(probes, cluster.max_transactions_behind, lagging)
+
+    def choose_writers(
+        self,
+        verdicts: Mapping[NodeAddress, Verdict],
+        roster: Roster,
+        layout: LiveLayout,
+        cluster: ClusterSettings,
+    ) -> tuple[tuple[NodeAddress, ...], str]:
+        if not any(v.role == "member" for v in verdicts.values()):  # single-primary mode
+            return primary_writers(verdicts, roster, layout, cluster.brownout)
+        rules = WriterRules(cluster.max_writers, cluster.fail_back, None)
+        return writers_by_weight(
+            verdicts, roster, layout, rules, serving=(State.HEALTHY,), last_resort=()
+        )

@@ -1,0 +1,55 @@
+"""One round trip per Group Replication member: its view of the group, its own queues, and
+its read-only flags (MySQL 8.0, 8.4 and 9.x)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gr_checker.policy import GrFacts, Member
+
+if TYPE_CHECKING:
+    import pymysql
+
+PROBE_SQL = (
+    "SELECT @@server_uuid, @@super_read_only, @@read_only, "
+    "@@group_replication_single_primary_mode; "
+    "SELECT MEMBER_ID, MEMBER_HOST, MEMBER_PORT, MEMBER_STATE, MEMBER_ROLE "
+    "FROM performance_schema.replication_group_members; "
+    "SELECT COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE, COUNT_TRANSACTIONS_IN_QUEUE, "
+    "COUNT_TRANSACTIONS_REMOTE_APPLIED FROM performance_schema.replication_group_member_stats "
+    "WHERE MEMBER_ID = @@server_uuid"
+)
+
+
+def _flag(value: object) -> bool:
+    return str(value).strip().upper() in ("1", "ON", "TRUE")
+
+
+def _count(value: object) -> int | None:
+    return None if value is None else int(str(value))
+
+
+def probe(conn: pymysql.connections.Connection[Any]) -> GrFacts:
+    with conn.cursor() as cur:
+        cur.execute(PROBE_SQL)
+        uuid, super_ro, ro, single = cur.fetchone() or ("", 0, 0, 1)
+        cur.nextset()
+        members = tuple(
+            Member(
+                str(mid or ""), str(host or ""), int(port or 0), str(state or ""), str(role or "")
+            )
+            for mid, host, port, state, role in cur.fetchall()
+        )
+        cur.nextset()
+        stats = cur.fetchone()
+    applier, certify, applied = stats if stats else (None, None, None)
+    return GrFacts(
+        server_uuid=str(uuid),
+        super_read_only=_flag(super_ro),
+        read_only=_flag(ro),
+        single_primary=_flag(single),
+        members=members,
+        applier_queue=_count(applier),
+        certify_queue=_count(certify),
+        remote_applied=_count(applied),
+    )
