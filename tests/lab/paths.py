@@ -17,7 +17,8 @@ def lab_dir() -> Path:
 
 def cache_dir() -> Path:
     """Downloaded and unpacked binaries, kept between runs (LAB_CACHE overrides)."""
-    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "proxysql-checkers-lab"
+    cache_home = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    default = cache_home / "proxysql-checkers-lab"
     path = Path(os.environ.get("LAB_CACHE", str(default)))
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -17,6 +17,9 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
+_STARTED: list[subprocess.Popen[bytes]] = []
+
+
 class LabError(RuntimeError):
     """A lab operation did not reach the state it promised."""
 
@@ -27,7 +30,7 @@ def wait_until(
     what: str,
     interval: float = 0.2,
 ) -> T:
-    """Poll `probe` until it returns a truthy value; raise LabError naming `what` at the deadline."""
+    """Poll `probe` until it returns something truthy; at the deadline raise LabError naming `what`."""
     deadline = time.monotonic() + timeout
     last: T | None = None
     while True:
@@ -60,6 +63,8 @@ def spawn(
         )
     pid_path.parent.mkdir(parents=True, exist_ok=True)
     pid_path.write_text(f"{proc.pid}\n")
+    # keep the handle: the process outlives this call, and dropping a live Popen warns
+    _STARTED.append(proc)
     return proc.pid
 
 

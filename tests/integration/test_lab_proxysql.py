@@ -1,0 +1,99 @@
+"""The lab's `proxysql up|status|down` commands.
+
+Each test works in its own LAB_DIR, so it starts and stops its own endpoint and never touches the
+session endpoint the contract tests share (nor one a human brought up).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.lab import process, proxysql
+from tests.lab.proxysql import ProxySQLLab, find_proxysql_binary, port_refuses
+from tests.lab.require import unavailable
+
+pytestmark = pytest.mark.proxysql
+
+
+@pytest.fixture
+def own_lab_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    if find_proxysql_binary() is None and importlib.util.find_spec("mysql_mimic") is None:
+        unavailable("no proxysql binary and no mysql-mimic for the admin emulator")
+    lab_dir = tmp_path / "lab"
+    monkeypatch.setenv("LAB_DIR", str(lab_dir))
+    try:
+        yield lab_dir
+    finally:
+        # whatever a failed assertion left running in this directory is stopped here
+        ProxySQLLab().down()
+
+
+def test_up_status_down(own_lab_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert proxysql.main(["up"]) == 0
+    up_output = capsys.readouterr().out
+    assert "started" in up_output
+
+    status = ProxySQLLab().status()
+    assert status.running
+    assert status.kind in (proxysql.KIND_REAL, proxysql.KIND_EMULATOR)
+    assert status.pid is not None and status.admin_port is not None
+    assert (status.mysql_port is None) == (status.kind == proxysql.KIND_EMULATOR)
+    assert status.version is not None and status.version.startswith("2.7.")
+    assert status.mysql_servers == 0 and status.runtime_mysql_servers == 0
+    assert f"kind={status.kind}" in up_output
+    assert f"127.0.0.1:{status.admin_port}" in up_output
+
+    assert proxysql.main(["status"]) == 0
+    status_output = capsys.readouterr().out
+    assert f"kind={status.kind}" in status_output
+    assert f"127.0.0.1:{status.admin_port}" in status_output
+    assert "user=admin" in status_output
+
+    assert proxysql.main(["down"]) == 0
+    assert "stopped" in capsys.readouterr().out
+    assert not process.pid_alive(status.pid)
+    assert port_refuses("127.0.0.1", status.admin_port)
+    assert not (own_lab_dir / "proxysql" / "state.json").exists()
+
+    assert proxysql.main(["status"]) == 1
+    assert "down" in capsys.readouterr().out
+
+
+def test_up_is_idempotent(own_lab_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lab = ProxySQLLab()
+    assert lab.up() is True
+    first = lab.status()
+    capsys.readouterr()
+
+    assert proxysql.main(["up"]) == 0
+    assert "already up" in capsys.readouterr().out
+    second = ProxySQLLab().status()
+    assert (second.pid, second.admin_port) == (first.pid, first.admin_port)
+
+    # a fresh handle (as another process would build) finds and uses the same endpoint
+    other = ProxySQLLab()
+    assert other.admin_port == first.admin_port
+    conn = other.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT COUNT(*) FROM runtime_mysql_servers")
+            assert cur.fetchone() == ("0",)
+    finally:
+        conn.close()
+
+    assert lab.down() is True
+    assert lab.down() is False
+
+
+def test_down_when_nothing_runs(own_lab_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert proxysql.main(["down"]) == 0
+    assert "was not running" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [[], ["bogus"], ["up", "extra"]])
+def test_bad_usage_exits_2(own_lab_dir: Path, argv: list[str]) -> None:
+    assert proxysql.main(argv) == 2
