@@ -30,7 +30,7 @@ def wait_until(
     what: str,
     interval: float = 0.2,
 ) -> T:
-    """Poll `probe` until it returns something truthy; at the deadline raise LabError naming `what`."""
+    """Poll `probe` until it returns something truthy, or raise LabError naming `what`."""
     deadline = time.monotonic() + timeout
     last: T | None = None
     while True:
