@@ -1,0 +1,207 @@
+"""Running a checker against the lab the way ProxySQL does, and reading what it left live."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from checker_core.config import Endpoint, ProxySQLSettings, Secret
+from checker_core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
+from checker_core.proxysql import AdminClient
+from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
+
+HG = Hostgroups(
+    writer=100, reader=101, backup_writer=102, offline=9100, config_writer=8100, config_reader=8101
+)
+PASS_TIMEOUT = 60.0  # a hung checker fails the test instead of hanging the suite
+
+
+def admin_for(lab: Any) -> AdminClient:
+    endpoint = Endpoint(lab.admin_user, Secret(lab.admin_password), None, 2000, 5000)
+    return AdminClient.connect(ProxySQLSettings(lab.admin_host, lab.admin_port, endpoint))
+
+
+@dataclass
+class PassRun:
+    """One finished checker process: exit code, output, and its parsed JSON log lines."""
+
+    code: int
+    stdout: str
+    stderr: str
+    logs: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def summary(self) -> str:
+        passes = [line for line in self.logs if line.get("event") == "pass"]
+        return " | ".join(str(p.get("summary")) for p in passes) or self.stderr.strip()
+
+
+@dataclass
+class Rig:
+    """A config file for one checker and one cluster, and the admin connection to check on it."""
+
+    command: str
+    tmp: Path
+    proxysql: Any
+    cluster: dict[str, object] = field(default_factory=dict)
+    run_settings: dict[str, object] = field(default_factory=dict)
+    hostgroups: Hostgroups = HG
+
+    def __post_init__(self) -> None:
+        self.state_dir = self.tmp / "state"
+        self.config = self.tmp / "checker.toml"
+        self.admin = admin_for(self.proxysql)
+        self.write_config()
+
+    def close(self) -> None:
+        self.admin.close()
+
+    # ------------------------------------------------------------ configuration
+
+    def write_config(self, **cluster: object) -> Path:
+        self.cluster.update(cluster)
+        secrets = self.tmp / "secrets"
+        secrets.mkdir(exist_ok=True)
+        (secrets / "admin").write_text(self.proxysql.admin_password + "\n")
+        (secrets / "monitor").write_text(MONITOR_PASSWORD + "\n")
+        run = {
+            "interval_ms": 2000,
+            "max_runtime_ms": 1800,
+            "state_dir": str(self.state_dir),
+            "log_format": "json",
+            "log_level": "debug",
+            **self.run_settings,
+        }
+        keys: dict[str, object] = {
+            "name": "lab",
+            "writer_hostgroup": HG.writer,
+            "reader_hostgroup": HG.reader,
+            "backup_writer_hostgroup": HG.backup_writer,
+            "offline_hostgroup": HG.offline,
+            **self.cluster,
+        }
+        lines = [
+            "[proxysql]",
+            f'host = "{self.proxysql.admin_host}"',
+            f"port = {self.proxysql.admin_port}",
+            f'user = "{self.proxysql.admin_user}"',
+            f'password_file = "{secrets / "admin"}"',
+            "[monitor]",
+            f'user = "{MONITOR_USER}"',
+            f'password_file = "{secrets / "monitor"}"',
+            "connect_timeout_ms = 400",
+            "read_timeout_ms = 600",
+            "[run]",
+            *(f"{k} = {_toml(v)}" for k, v in run.items()),
+            "[[cluster]]",
+            *(f"{k} = {_toml(v)}" for k, v in keys.items()),
+        ]
+        self.config.write_text("\n".join(lines) + "\n")
+        self.config.chmod(0o600)
+        return self.config
+
+    # ------------------------------------------------------------ ProxySQL side
+
+    def seed(self, writer_weights: Mapping[NodeAddress, int], reader_weight: int = 100) -> None:
+        """The roster in the template hostgroups, live; the managed hostgroups empty."""
+        rows = [
+            ServerRow(HG.config_writer, n.host, n.port, weight=w) for n, w in writer_weights.items()
+        ]
+        rows += [
+            ServerRow(HG.config_reader, n.host, n.port, weight=reader_weight)
+            for n in writer_weights
+        ]
+        self.admin.stage(HG.all, rows)
+        self.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
+
+    def live(self) -> tuple[ServerRow, ...]:
+        return self.admin.read_rows(HG.managed).runtime
+
+    def staged(self) -> tuple[ServerRow, ...]:
+        return self.admin.read_rows(HG.managed).staging
+
+    def members(
+        self, hostgroup: int, status: ServerStatus = ServerStatus.ONLINE
+    ) -> set[NodeAddress]:
+        return {r.node for r in self.live() if r.hostgroup_id == hostgroup and r.status is status}
+
+    def in_hostgroup(self, hostgroup: int) -> dict[NodeAddress, ServerStatus]:
+        return {r.node: r.status for r in self.live() if r.hostgroup_id == hostgroup}
+
+    @property
+    def writers(self) -> set[NodeAddress]:
+        return self.members(HG.writer)
+
+    @property
+    def readers(self) -> set[NodeAddress]:
+        return self.members(HG.reader)
+
+    @property
+    def backups(self) -> set[NodeAddress]:
+        return self.members(HG.backup_writer)
+
+    @property
+    def offline(self) -> set[NodeAddress]:
+        return self.members(HG.offline)
+
+    def load_version(self) -> int:
+        checksum = self.admin.checksum()
+        assert checksum is not None
+        return checksum.version
+
+    # ------------------------------------------------------------ running the checker
+
+    def executable(self) -> str:
+        found = shutil.which(self.command)
+        assert found is not None, f"{self.command} is not installed (pip install -e .)"
+        return str(Path(found).resolve())
+
+    def argv(self, *args: str) -> list[str]:
+        return [self.executable(), f"--config={self.config}", *args]
+
+    def run(self, *args: str, env: Mapping[str, str] | None = None) -> PassRun:
+        """Run a command as ProxySQL's scheduler would: absolute path, empty environment."""
+        done = subprocess.run(
+            self.argv(*(args or ("run",))),
+            env=dict(env or {}),
+            capture_output=True,
+            text=True,
+            timeout=PASS_TIMEOUT,
+            check=False,
+        )
+        return PassRun(done.returncode, done.stdout, done.stderr, parse_logs(done.stderr))
+
+    def passes(self, count: int) -> list[PassRun]:
+        results = [self.run() for _ in range(count)]
+        for result in results:
+            assert result.code == 0, result.stderr
+        return results
+
+
+def parse_logs(text: str) -> list[dict[str, Any]]:
+    found = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("{"):
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                continue
+    return found
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return json.dumps(str(value))
+
+
+def addresses(nodes: Iterable[Any]) -> list[NodeAddress]:
+    return [NodeAddress(n.host, n.port) for n in nodes]

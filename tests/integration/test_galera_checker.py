@@ -1,0 +1,422 @@
+"""galera-checker end to end: the lab's real MariaDB Galera cluster and ProxySQL admin endpoint.
+
+Every test asserts runtime_mysql_servers after the passes. Hostgroups: writer 100, reader 101,
+backup writer 102, offline 9100; writer weights node1 1000 > node2 500 > node3 100.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checker_core.model import NodeAddress, ServerStatus
+from tests.integration.rig import HG, PASS_TIMEOUT, Rig, addresses, parse_logs
+from tests.lab.process import free_port, wait_until
+
+pytestmark = [pytest.mark.galera, pytest.mark.proxysql]
+
+
+@pytest.fixture
+def nodes(galera: Any) -> list[NodeAddress]:
+    return addresses(galera.nodes)
+
+
+@pytest.fixture
+def rig(
+    galera: Any, proxysql_admin: Any, tmp_path: Path, nodes: list[NodeAddress]
+) -> Iterator[Rig]:
+    rig = Rig("galera-checker", tmp_path, proxysql_admin)
+    n1, n2, n3 = nodes
+    rig.seed({n1: 1000, n2: 500, n3: 100})
+    yield rig
+    rig.close()
+
+
+def snapshot(rig: Rig) -> tuple[object, ...]:
+    rows = rig.admin.read_rows(HG.all)
+    return (rows.runtime, rows.staging, rig.load_version())
+
+
+# 1 -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("mode", "readers"), [(0, {0}), (1, {0, 1, 2}), (2, {1, 2})])
+def test_steady_state_and_quiet_second_pass(
+    rig: Rig, nodes: list[NodeAddress], mode: int, readers: set[int]
+) -> None:
+    rig.write_config(writer_is_also_reader=mode)
+    first = rig.run()
+    assert first.code == 0, first.stderr
+    n1, n2, n3 = nodes
+    assert rig.writers == {n1}
+    assert rig.backups == {n2, n3}
+    # mode 0: nobody but the writer is left to read, so the writer reads (rule G14)
+    assert rig.readers == {nodes[i] for i in readers}
+    assert rig.offline == set()
+    version = rig.load_version()
+    second = rig.run()
+    assert second.code == 0, second.stderr
+    assert rig.load_version() == version, "an empty plan must not LOAD"
+    assert "no change" in second.summary
+
+
+# 2 -------------------------------------------------------------------------------------------
+def test_writer_killed_is_replaced_in_the_next_pass(
+    rig: Rig, galera: Any, nodes: list[NodeAddress]
+) -> None:
+    n1, n2, _ = nodes
+    rig.passes(1)
+    galera.kill(1)
+    result = rig.run()
+    assert result.code == 0, result.stderr
+    assert rig.writers == {n2}
+    # no row of the dead writer is left in the writer hostgroup, in any status ProxySQL could
+    # turn back to ONLINE by itself
+    assert n1 not in rig.in_hostgroup(HG.writer)
+    assert n1 not in rig.readers
+    assert n1 in rig.offline
+    assert f"writer {n2} (was {n1})" in result.summary
+
+
+# 3 -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fail_back", [False, True])
+def test_old_writer_returns(
+    rig: Rig, galera: Any, nodes: list[NodeAddress], fail_back: bool
+) -> None:
+    n1, n2, _ = nodes
+    rig.write_config(fail_back=fail_back, retry_up=2)
+    rig.passes(1)
+    galera.kill(1)
+    rig.passes(1)
+    assert rig.writers == {n2}
+    galera.start(1)
+    rig.passes(1)  # first good probe: not yet trusted (retry_up=2)
+    assert rig.writers == {n2}
+    assert n1 not in rig.readers
+    rig.passes(1)
+    if fail_back:
+        assert rig.writers == {n1}
+        assert rig.in_hostgroup(HG.writer).get(n2) is ServerStatus.OFFLINE_SOFT  # draining
+        rig.passes(1)
+        assert n2 not in rig.in_hostgroup(HG.writer)
+        assert n2 in rig.backups
+    else:
+        assert rig.writers == {n2}
+        assert n1 in rig.backups
+        assert n1 in rig.readers
+
+
+# 4 -------------------------------------------------------------------------------------------
+def test_reader_killed_then_restarted(rig: Rig, galera: Any, nodes: list[NodeAddress]) -> None:
+    n1, _, n3 = nodes
+    rig.passes(1)
+    galera.kill(3)
+    rig.passes(1)
+    assert n3 not in rig.readers
+    assert n3 not in rig.backups
+    assert n3 in rig.offline
+    assert rig.writers == {n1}
+    galera.start(3)
+    rig.passes(1)
+    assert n3 in rig.readers
+    assert n3 in rig.backups
+    assert n3 not in rig.offline
+
+
+# 5 -------------------------------------------------------------------------------------------
+def test_desync_on_a_reader_then_off(rig: Rig, galera: Any, nodes: list[NodeAddress]) -> None:
+    n3 = nodes[2]
+    rig.passes(1)
+    galera.desync(3, True)
+    rig.passes(1)
+    assert n3 not in rig.readers
+    assert n3 in rig.offline
+    galera.desync(3, False)
+    wait_until(lambda: galera.node_status(3).synced, 60, "node3 Synced again")
+    rig.passes(1)
+    assert n3 in rig.readers
+
+
+def test_desync_on_the_writer_fails_over(rig: Rig, galera: Any, nodes: list[NodeAddress]) -> None:
+    n1, n2, _ = nodes
+    rig.passes(1)
+    galera.desync(1, True)
+    rig.passes(1)
+    assert rig.writers == {n2}
+    assert n1 not in rig.readers
+
+
+# 6 -------------------------------------------------------------------------------------------
+def test_reject_queries_on_the_writer_fails_over_at_once(
+    rig: Rig, galera: Any, nodes: list[NodeAddress]
+) -> None:
+    n1, n2, _ = nodes
+    rig.write_config(retry_down=3)
+    rig.passes(1)
+    galera.reject(1, "ALL")
+    result = rig.run()
+    assert result.code == 0, result.stderr
+    assert rig.writers == {n2}
+    assert n1 not in rig.readers
+
+
+# 7 -------------------------------------------------------------------------------------------
+def test_read_only_writer_stops_writing_and_keeps_reading(
+    rig: Rig, galera: Any, nodes: list[NodeAddress]
+) -> None:
+    n1, n2, _ = nodes
+    rig.passes(1)
+    galera.set_read_only(1, True)
+    rig.passes(1)
+    assert rig.writers == {n2}
+    assert n1 in rig.readers
+    assert n1 not in rig.backups
+    assert rig.in_hostgroup(HG.writer).get(n1) is ServerStatus.OFFLINE_SOFT
+    rig.passes(1)  # drained: no client held a connection
+    assert n1 not in rig.in_hostgroup(HG.writer)
+    assert n1 in rig.readers
+
+
+# 8 -------------------------------------------------------------------------------------------
+def test_max_writers_two(rig: Rig, nodes: list[NodeAddress]) -> None:
+    n1, n2, n3 = nodes
+    rig.write_config(max_writers=2)
+    rig.passes(1)
+    assert rig.writers == {n1, n2}
+    assert rig.backups == {n3}
+
+
+# 9 -------------------------------------------------------------------------------------------
+def test_two_nodes_killed_survivor_is_not_routed(
+    rig: Rig, galera: Any, nodes: list[NodeAddress]
+) -> None:
+    n1, n2, n3 = nodes
+    rig.passes(1)
+    galera.kill(1)
+    galera.kill(2)
+    wait_until(
+        lambda: galera.node_status(3).cluster_status not in (None, "Primary"),
+        60,
+        "node3 non-Primary",
+    )
+    rig.passes(1)
+    assert rig.writers == set()
+    assert rig.readers == set()
+    assert rig.backups == set()
+    assert rig.offline == {n1, n2, n3}
+    galera.ensure_healthy()
+    rig.passes(1)
+    assert rig.writers == {n1}
+    assert rig.readers == {n1, n2, n3}
+
+
+# 10 ------------------------------------------------------------------------------------------
+def test_frozen_writer_pass_still_ends_and_fails_over_after_retry_down(
+    rig: Rig, galera: Any, nodes: list[NodeAddress]
+) -> None:
+    n1, n2, _ = nodes
+    rig.write_config(retry_down=2)
+    rig.passes(1)
+    galera.freeze(1)
+    first = rig.run()
+    assert first.code == 0, first.stderr  # not cut short by max_runtime_ms
+    node_lines = [
+        line for line in first.logs if line.get("event") == "node" and line.get("node") == str(n1)
+    ]
+    assert node_lines and node_lines[0]["verdict"] == "suspect"
+    assert rig.writers == {n1}  # one bad probe is tolerated (retry_down=2)
+    second = rig.run()
+    assert second.code == 0, second.stderr
+    assert rig.writers == {n2}
+    assert n1 not in rig.in_hostgroup(HG.writer)
+
+
+# 11 ------------------------------------------------------------------------------------------
+def test_second_pass_finds_the_lock_busy(rig: Rig) -> None:
+    rig.state_dir.mkdir(parents=True, exist_ok=True)
+    lock = rig.state_dir / "galera.lab.lock"
+    with open(lock, "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        before = snapshot(rig)
+        result = rig.run()
+        assert result.code == 0
+        assert "another pass holds the lock" in result.summary
+        assert snapshot(rig) == before
+
+
+def test_pass_killed_mid_way_leaves_no_stale_lock(
+    rig: Rig, galera: Any, nodes: list[NodeAddress]
+) -> None:
+    rig.passes(1)
+    galera.freeze(1)  # the pass now waits on a probe: a window to kill it in
+    proc = subprocess.Popen(
+        rig.argv("run"), env={}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    lock = rig.state_dir / "galera.lab.lock"
+    wait_until(
+        lambda: lock.exists() and lock.read_text().strip() == str(proc.pid),
+        30,
+        "the pass to take its lock",
+    )
+    proc.kill()
+    proc.wait(timeout=PASS_TIMEOUT)
+    galera.thaw(1)
+    result = rig.run()
+    assert result.code == 0, result.stderr
+    assert "another pass holds the lock" not in result.summary
+    assert rig.writers == {nodes[0]}
+
+
+# 12 ------------------------------------------------------------------------------------------
+def test_admin_down_exits_1(rig: Rig) -> None:
+    config = rig.config.read_text().replace(
+        f"port = {rig.proxysql.admin_port}", f"port = {free_port()}", 1
+    )
+    rig.config.write_text(config)
+    result = rig.run()
+    assert result.code == 1
+    assert "unreachable" in result.summary
+
+
+def test_bad_config_exits_2_and_changes_nothing(rig: Rig) -> None:
+    before = snapshot(rig)
+    rig.config.write_text(
+        rig.config.read_text().replace("[[cluster]]", "[[cluster]]\nretry_donw = 1")
+    )
+    result = rig.run()
+    assert result.code == 2
+    assert "cluster[0].retry_donw: unknown key (did you mean retry_down?)" in result.stderr
+    assert snapshot(rig) == before
+
+
+def test_foreign_row_exits_2_and_changes_nothing(rig: Rig) -> None:
+    rig.passes(1)
+    rig.admin.execute(
+        "INSERT INTO mysql_servers (hostgroup_id, hostname, port) VALUES (%s, %s, %s)",
+        (HG.reader, "10.0.0.9", 3306),
+    )
+    rig.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
+    before = snapshot(rig)
+    result = rig.run()
+    assert result.code == 2
+    assert "row (101, 10.0.0.9, 3306)" in result.summary
+    assert snapshot(rig) == before
+
+
+# 13 ------------------------------------------------------------------------------------------
+def test_dry_run_changes_nothing_and_its_sql_does_what_run_does(rig: Rig) -> None:
+    before = snapshot(rig)
+    dry = rig.run("run", "--dry-run")
+    assert dry.code == 0, dry.stderr
+    assert snapshot(rig) == before
+    assert "verdict" in dry.stdout and "synced" in dry.stdout
+    sql = [
+        line.strip()
+        for line in dry.stdout.split("SQL:", 1)[1].splitlines()
+        if line.startswith("  ")
+    ]
+    assert sql and sql[-2:] == ["LOAD MYSQL SERVERS TO RUNTIME;", "SAVE MYSQL SERVERS TO DISK;"]
+    for statement in sql:
+        rig.admin.execute(statement)
+    by_hand = rig.live()
+    rig.admin.stage(HG.managed, [])
+    rig.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
+    rig.passes(1)
+    assert rig.live() == by_hand
+
+
+# 14 ------------------------------------------------------------------------------------------
+def test_operator_offline_hard_row_stays(rig: Rig, nodes: list[NodeAddress]) -> None:
+    n3 = nodes[2]
+    rig.passes(1)
+    rig.admin.execute(
+        "UPDATE mysql_servers SET status = 'OFFLINE_HARD' "
+        "WHERE hostgroup_id = %s AND hostname = %s AND port = %s",
+        (HG.reader, n3.host, n3.port),
+    )
+    rig.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
+    version = rig.load_version()
+    rig.passes(2)
+    hard = [r for r in rig.staged() if r.node == n3 and r.hostgroup_id == HG.reader]
+    assert [r.status for r in hard] == [ServerStatus.OFFLINE_HARD]
+    assert n3 not in rig.readers
+    assert rig.load_version() == version
+
+
+def test_pause_then_resume(rig: Rig, galera: Any, nodes: list[NodeAddress]) -> None:
+    n2 = nodes[1]
+    rig.passes(1)
+    paused = rig.run("pause")
+    assert paused.code == 0, paused.stderr
+    galera.kill(1)
+    before = snapshot(rig)
+    result = rig.run()
+    assert result.code == 0
+    assert "paused" in result.summary
+    assert snapshot(rig) == before
+    assert rig.run("resume").code == 0
+    rig.passes(1)
+    assert rig.writers == {n2}
+
+
+# 15 ------------------------------------------------------------------------------------------
+class Daemon:
+    """The daemon as a child process; its JSON log lines arrive on a queue."""
+
+    def __init__(self, rig: Rig) -> None:
+        self.proc = subprocess.Popen(
+            rig.argv("daemon"), env={}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            for entry in parse_logs(line):
+                self.lines.put(entry)
+
+    def next_pass(self, timeout: float = 30.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            entry = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            if entry.get("event") == "pass":
+                return entry
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=PASS_TIMEOUT)
+
+
+def test_daemon_fails_over_reloads_and_stops(
+    rig: Rig, galera: Any, nodes: list[NodeAddress]
+) -> None:
+    n1, n2, _ = nodes
+    rig.run_settings.update(interval_ms=500, max_runtime_ms=450)
+    rig.write_config()
+    daemon = Daemon(rig)
+    try:
+        assert daemon.next_pass()["writers"] == [str(n1)]
+        galera.kill(1)
+        # the pass under way when the node died may have probed it alive; the next one acts
+        seen = [daemon.next_pass()["writers"] for _ in range(2)]
+        assert [str(n2)] in seen, seen
+        assert rig.writers == {n2}
+
+        rig.write_config(writer_is_also_reader=0)
+        os.kill(daemon.proc.pid, signal.SIGHUP)
+        wait_until(
+            lambda: rig.readers == {n2}, 30, "the reloaded writer_is_also_reader=0 to take effect"
+        )
+    finally:
+        code = daemon.stop()
+    assert code == 0
