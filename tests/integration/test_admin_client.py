@@ -1,4 +1,4 @@
-"""checker_core.proxysql.AdminClient against the lab's ProxySQL admin endpoint (real or emulated)."""
+"""checker_core.proxysql.AdminClient against the lab's ProxySQL admin endpoint."""
 
 from __future__ import annotations
 
@@ -19,12 +19,16 @@ from tests.lab.process import free_port
 
 pytestmark = pytest.mark.proxysql
 
-HG = Hostgroups(writer=100, reader=101, backup_writer=102, offline=9100, config_writer=8100, config_reader=8101)
+HG = Hostgroups(
+    writer=100, reader=101, backup_writer=102, offline=9100, config_writer=8100, config_reader=8101
+)
 FOREIGN = ServerRow(500, "10.0.0.9", 3306, comment="not ours")
 TEMPLATE = ServerRow(8100, "127.0.0.1", 3311, weight=1000)
 
 
-def settings_for(lab: Any, password: str | None = None, port: int | None = None) -> ProxySQLSettings:
+def settings_for(
+    lab: Any, password: str | None = None, port: int | None = None
+) -> ProxySQLSettings:
     endpoint = Endpoint(
         user=lab.admin_user,
         password=Secret(password if password is not None else lab.admin_password),
@@ -37,7 +41,7 @@ def settings_for(lab: Any, password: str | None = None, port: int | None = None)
 
 def insert(client: AdminClient, *rows: ServerRow) -> None:
     for row in rows:
-        client.stage([row.hostgroup_id], list(client.read_staging([row.hostgroup_id])) + [row])
+        client.stage([row.hostgroup_id], [*list(client.read_staging([row.hostgroup_id])), row])
 
 
 def change(row: ServerRow) -> Change:
@@ -71,9 +75,13 @@ def test_apply_goes_live_in_one_load_and_leaves_other_rows(client: AdminClient) 
     after = client.checksum()
     assert after is not None and after.version == before.version + 1
     assert client.read_rows(HG.all).runtime == (writer, reader, TEMPLATE)
-    foreign = client.execute("SELECT hostname FROM runtime_mysql_servers WHERE hostgroup_id = %s", (500,))
+    foreign = client.execute(
+        "SELECT hostname FROM runtime_mysql_servers WHERE hostgroup_id = %s", (500,)
+    )
     assert foreign == [("10.0.0.9",)]
-    disk = client.execute("SELECT hostgroup_id FROM disk.mysql_servers WHERE hostgroup_id IN (%s, %s)", (100, 101))
+    disk = client.execute(
+        "SELECT hostgroup_id FROM disk.mysql_servers WHERE hostgroup_id IN (%s, %s)", (100, 101)
+    )
     assert sorted(int(r[0]) for r in disk) == [100, 101]
 
 
