@@ -1,0 +1,289 @@
+"""Group Replication rules R2-R6, and invariants over random group states."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from checker_core.decide import Decision, ProbeResult, decide
+from checker_core.hysteresis import NodeMemory
+from checker_core.model import ClusterRows, NodeAddress, ServerRow, ServerStatus, sort_rows
+from checker_core.runner import Outcome, PassResult
+from checker_core.verdict import State
+from gr_checker.policy import GrFacts, GroupReplicationPolicy, Member
+from tests.unit.galera_cases import HG, cluster_settings, templates
+
+M1, M2, M3 = (NodeAddress("127.0.0.1", p) for p in (3321, 3322, 3323))
+MEMBERS = (M1, M2, M3)
+UUID = {M1: "uuid-1", M2: "uuid-2", M3: "uuid-3"}
+WEIGHTS = {M1: 100, M2: 100, M3: 100}
+
+
+def view(
+    primary: NodeAddress | None,
+    states: Mapping[NodeAddress, str] | None = None,
+    multi: bool = False,
+) -> tuple[Member, ...]:
+    states = states or {}
+    return tuple(
+        Member(
+            UUID[n],
+            n.host,
+            n.port,
+            states.get(n, "ONLINE"),
+            "PRIMARY" if multi or n == primary else "SECONDARY",
+        )
+        for n in MEMBERS
+    )
+
+
+def facts(
+    node: NodeAddress,
+    members: tuple[Member, ...],
+    *,
+    sro: bool | None = None,
+    queue: int = 0,
+    multi: bool = False,
+) -> ProbeResult:
+    me = next(m for m in members if m.member_id == UUID[node])
+    super_ro = (me.role != "PRIMARY") if sro is None else sro
+    gr = GrFacts(UUID[node], super_ro, super_ro, not multi, members, queue, 0, 1000)
+    return ProbeResult(node, gr, None, 1.0)
+
+
+def healthy_group(primary: NodeAddress = M1) -> dict[NodeAddress, ProbeResult]:
+    members = view(primary)
+    return {n: facts(n, members) for n in MEMBERS}
+
+
+def at(node: NodeAddress, hostgroup: int) -> ServerRow:
+    return ServerRow(hostgroup, node.host, node.port, weight=100)
+
+
+def steady(writer: NodeAddress = M1) -> list[ServerRow]:
+    return [at(writer, HG.writer), *(at(n, HG.reader) for n in MEMBERS)]
+
+
+def run(
+    live: list[ServerRow],
+    probes: Mapping[NodeAddress, ProbeResult],
+    memory: Mapping[NodeAddress, NodeMemory] | None = None,
+    **cluster: object,
+) -> Decision:
+    runtime = sort_rows([*templates(WEIGHTS), *live])
+    return decide(
+        GroupReplicationPolicy(),
+        ClusterRows(runtime, runtime),
+        probes,
+        memory=memory or {},
+        cluster=cluster_settings(**cluster),
+        drained=frozenset(),
+        now=100.0,
+    )
+
+
+def online(decision: Decision, hostgroup: int) -> set[NodeAddress]:
+    return {
+        r.node
+        for r in decision.plan.desired
+        if r.hostgroup_id == hostgroup and r.status is ServerStatus.ONLINE
+    }
+
+
+def test_steady_single_primary() -> None:
+    decision = run(steady(), healthy_group())
+    assert online(decision, HG.writer) == {M1}
+    assert online(decision, HG.backup_writer) == set()  # secondaries are super_read_only
+    assert online(decision, HG.reader) == {M1, M2, M3}
+    assert decision.plan.changes == ()
+
+
+@pytest.mark.parametrize(("mode", "readers"), [(0, {M2, M3}), (1, {M1, M2, M3}), (2, {M2, M3})])
+def test_writer_is_also_reader(mode: int, readers: set[NodeAddress]) -> None:
+    assert online(run([], healthy_group(), writer_is_also_reader=mode), HG.reader) == readers
+
+
+@pytest.mark.parametrize("state", ["RECOVERING", "OFFLINE", "ERROR", "UNREACHABLE"])
+def test_not_online_is_offline_at_once(state: str) -> None:
+    members = view(M1, {M3: state})
+    probes = {n: facts(n, members) for n in MEMBERS}
+    decision = run(steady(), probes, retry_down=5)
+    verdict = decision.verdicts[M3]
+    assert verdict.state is State.OFFLINE
+    assert M3 not in online(decision, HG.reader)
+
+
+def test_minority_member_is_offline_at_once_and_majority_view_wins() -> None:
+    # M3 was cut off: it sees the others UNREACHABLE; they see it UNREACHABLE too
+    cut = view(M1, {M1: "UNREACHABLE", M2: "UNREACHABLE"})
+    majority = view(M1, {M3: "UNREACHABLE"})
+    probes = {M1: facts(M1, majority), M2: facts(M2, majority), M3: facts(M3, cut)}
+    decision = run(steady(), probes, retry_down=5)
+    assert decision.verdicts[M3].state is State.OFFLINE
+    assert "minority: 1 of 3" in decision.verdicts[M3].reason
+    assert M3 not in online(decision, HG.reader)
+
+
+def test_member_the_majority_does_not_see_is_not_routed() -> None:
+    # M3 believes all is well, but M1 and M2 (a majority) do not list it ONLINE
+    majority = view(M1, {M3: "UNREACHABLE"})
+    probes = {M1: facts(M1, majority), M2: facts(M2, majority), M3: facts(M3, view(M1))}
+    decision = run(steady(), probes)
+    assert decision.verdicts[M3].state is State.OFFLINE
+    assert "majority does not see it ONLINE" in decision.verdicts[M3].reason
+
+
+def test_new_primary_followed_and_old_leaves() -> None:
+    members = view(M2, {M1: "UNREACHABLE"})
+    probes = {
+        M1: ProbeResult(M1, None, "Can't connect (error 2003)", 1.0),
+        M2: facts(M2, members),
+        M3: facts(M3, members),
+    }
+    decision = run(steady(M1), probes)
+    assert online(decision, HG.writer) == {M2}
+    assert M1 not in {r.node for r in decision.plan.desired if r.hostgroup_id == HG.writer}
+
+
+def test_switchover_removes_old_primary_without_drain() -> None:
+    decision = run(steady(M1), healthy_group(M2))
+    assert online(decision, HG.writer) == {M2}
+    # the old primary is super_read_only now: its writes fail with 1290, nothing to drain
+    assert M1 not in {r.node for r in decision.plan.desired if r.hostgroup_id == HG.writer}
+    assert M1 in online(decision, HG.reader)
+
+
+def brownout_probes(queue: int) -> dict[NodeAddress, ProbeResult]:
+    members = view(M2, {M1: "UNREACHABLE"})
+    return {
+        M1: ProbeResult(M1, None, "Can't connect (error 2003)", 1.0),
+        M2: facts(M2, members, sro=True, queue=queue),
+        M3: facts(M3, members),
+    }
+
+
+def test_brownout_hold_keeps_writer_hostgroup_empty() -> None:
+    decision = run(steady(M1), brownout_probes(1200))
+    assert decision.verdicts[M2].state is State.BROWNOUT
+    assert online(decision, HG.writer) == set()
+    assert decision.assignment.why_writers.startswith("brownout: holding writes")
+
+
+def test_brownout_route_adds_it_at_once() -> None:
+    decision = run(steady(M1), brownout_probes(1200), brownout="route")
+    assert online(decision, HG.writer) == {M2}
+
+
+def test_brownout_report_rate_and_time_left() -> None:
+    first = run(steady(M1), brownout_probes(1200))
+    later = run(
+        [r for r in first.plan.desired],
+        brownout_probes(800),
+        memory={
+            n: replace(m, queue_samples=tuple((t - 2.0, q) for t, q in m.queue_samples))
+            for n, m in first.memory.items()
+        },
+    )
+    result = PassResult("lab", "p", Outcome.UNCHANGED, 1.0, "", decision=later)
+    (report,) = result.brownouts()
+    assert (report.queue, report.rate_per_s, report.seconds_left) == (800, 200.0, 4.0)
+    assert "applier queue 800, draining 200/s, about 4.0 s left" in result.summary()
+
+
+def test_writable_after_brownout_becomes_writer() -> None:
+    members = view(M2, {M1: "UNREACHABLE"})
+    probes = {
+        M1: ProbeResult(M1, None, "down", 1.0),
+        M2: facts(M2, members, sro=False),
+        M3: facts(M3, members),
+    }
+    assert online(run([], probes), HG.writer) == {M2}
+
+
+def test_lagging_secondary_out_of_readers_until_half() -> None:
+    members = view(M1)
+    lagging = {M1: facts(M1, members), M2: facts(M2, members, queue=150), M3: facts(M3, members)}
+    first = run(steady(), lagging, max_transactions_behind=100)
+    assert M2 not in online(first, HG.reader)
+    still = {**lagging, M2: facts(M2, members, queue=60)}
+    assert M2 not in online(
+        run(steady(), still, first.memory, max_transactions_behind=100), HG.reader
+    )
+    back = {**lagging, M2: facts(M2, members, queue=40)}
+    assert M2 in online(run(steady(), back, first.memory, max_transactions_behind=100), HG.reader)
+
+
+def test_multi_primary_writers_up_to_max() -> None:
+    members = view(None, multi=True)
+    probes = {n: facts(n, members, sro=False, multi=True) for n in MEMBERS}
+    decision = run([], probes, max_writers=2)
+    assert len(online(decision, HG.writer)) == 2
+    assert len(online(decision, HG.backup_writer)) == 1
+
+
+# ------------------------------------------------------------------------------- invariants
+
+member_state = st.sampled_from(
+    ["ONLINE", "ONLINE", "ONLINE", "RECOVERING", "UNREACHABLE", "ERROR", "OFFLINE"]
+)
+
+
+@st.composite
+def group_states(
+    draw: st.DrawFn,
+) -> tuple[list[ServerRow], dict[NodeAddress, ProbeResult], dict[str, object]]:
+    multi = draw(st.booleans())
+    primary = draw(st.sampled_from(MEMBERS))
+    probes: dict[NodeAddress, ProbeResult] = {}
+    for node in MEMBERS:
+        if draw(st.integers(0, 4)) == 0:
+            probes[node] = ProbeResult(node, None, "down", 1.0)
+            continue
+        states = {n: draw(member_state) for n in MEMBERS}
+        members = view(primary, states, multi)
+        probes[node] = facts(
+            node, members, sro=draw(st.booleans()), queue=draw(st.integers(0, 300)), multi=multi
+        )
+    live = [
+        ServerRow(hg, n.host, n.port, status=draw(st.sampled_from(list(ServerStatus))))
+        for n in MEMBERS
+        for hg in draw(st.sets(st.sampled_from(HG.managed), max_size=2))
+    ]
+    cluster = {
+        "max_writers": draw(st.integers(1, 3)),
+        "writer_is_also_reader": draw(st.integers(0, 2)),
+        "max_transactions_behind": draw(st.sampled_from([0, 100])),
+        "brownout": draw(st.sampled_from(["hold", "route"])),
+    }
+    return live, probes, cluster
+
+
+@settings(max_examples=300, deadline=None)
+@given(group_states())
+def test_gr_invariants(
+    state: tuple[list[ServerRow], dict[NodeAddress, ProbeResult], dict[str, object]],
+) -> None:
+    live, probes, cluster = state
+    decision = run(live, probes, **cluster)
+    writers = online(decision, HG.writer)
+    assert len(writers) <= int(str(cluster["max_writers"]))
+    for node in writers:
+        probe = probes[node]
+        gr = probe.facts
+        assert isinstance(gr, GrFacts)
+        if cluster["brownout"] == "hold":
+            assert not gr.super_read_only, "never a super_read_only node in the writer hostgroup"
+    for hostgroup in (HG.writer, HG.backup_writer, HG.reader):
+        for node in online(decision, hostgroup):
+            gr = probes[node].facts
+            assert isinstance(gr, GrFacts)
+            assert gr.has_quorum, "never a route to a minority / non-ONLINE member"
+    assert {r.node for r in decision.plan.desired} == set(MEMBERS)
+    again = run(list(decision.plan.desired), probes, decision.memory, **cluster)
+    if not any(r.status is ServerStatus.OFFLINE_SOFT for r in decision.plan.desired):
+        assert again.plan.changes == ()
+    assert run(live, probes, **cluster).plan == decision.plan
