@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -72,7 +73,7 @@ def run(
     live: list[ServerRow],
     probes: Mapping[NodeAddress, ProbeResult],
     memory: Mapping[NodeAddress, NodeMemory] | None = None,
-    **cluster: object,
+    **cluster: Any,
 ) -> Decision:
     runtime = sort_rows([*templates(WEIGHTS), *live])
     return decide(
