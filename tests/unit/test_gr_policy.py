@@ -266,7 +266,7 @@ def group_states(
 @settings(max_examples=300, deadline=None)
 @given(group_states())
 def test_gr_invariants(
-    state: tuple[list[ServerRow], dict[NodeAddress, ProbeResult], dict[str, object]],
+    state: tuple[list[ServerRow], dict[NodeAddress, ProbeResult], dict[str, Any]],
 ) -> None:
     live, probes, cluster = state
     decision = run(live, probes, **cluster)
