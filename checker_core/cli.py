@@ -120,11 +120,11 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
         click.echo(f"warning: {warning}", err=True)
 
 
-def _setup_logs(settings: Settings) -> Any:
-    from checker_core import logs
+def _setup_logs(settings: Settings, lean: bool = False) -> Any:
+    from checker_core.logs import get_logger
 
-    logs.configure(settings.run.log_format, settings.run.log_level)
-    return logs.get(checker=settings.checker.value)
+    run = settings.run
+    return get_logger(run.log_format, run.log_level, lean, checker=settings.checker.value)
 
 
 def _run_passes(inv: Invocation, settings: Settings, mode_name: str) -> list[PassResult]:
@@ -151,7 +151,7 @@ def run_command(
     from checker_core.runner import exit_code
 
     settings = load_settings(inv.merged(config, overrides))
-    log = _setup_logs(settings)
+    log = _setup_logs(settings, lean=True)
     results = _run_passes(inv, settings, "dry_run" if dry_run else "apply")
     by_name = {c.name: c for c in settings.clusters}
     for result in results:

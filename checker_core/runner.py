@@ -7,9 +7,9 @@ the reads and the apply is checker_core.decide, which is pure.
 from __future__ import annotations
 
 import enum
+import os
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -153,7 +153,7 @@ class PassRunner:
 
     def run(self, cluster: ClusterSettings, mode: Mode) -> PassResult:
         started = time.monotonic()
-        pass_id = uuid.uuid4().hex[:12]
+        pass_id = os.urandom(6).hex()
 
         def result(outcome: Outcome, message: str, **extra: object) -> PassResult:
             duration = (time.monotonic() - started) * 1000
