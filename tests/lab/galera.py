@@ -544,6 +544,10 @@ class GaleraLab:
             self._wait_steady(THAW_SETTLE)
         if self._all_healthy():
             return
+        # a node left rejecting queries refuses the table reads up() makes: switch that off first
+        for probe in self.status():
+            if probe.answered and not probe.frozen:
+                self._reset_settings(probe)
         try:
             self.up()
             self._wait_healthy(HEAL_TIMEOUT)
