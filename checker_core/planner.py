@@ -77,10 +77,10 @@ def plan(
     live = {row.key: row for row in layout.rows if row.key not in kept}
     wanted = {row.key: row for row in desired if row.key not in kept}
 
-    def why(row: ServerRow) -> str:
+    def why(row: ServerRow, wanted: bool = True) -> str:
         verdict = verdicts.get(row.node)
-        state = verdict.describe().split(": ", 1)[1] if verdict else "no verdict"
-        if row.hostgroup_id == hg.writer and row.status is ServerStatus.ONLINE:
+        state = f"{verdict.state.value}: {verdict.reason}" if verdict else "no verdict"
+        if wanted and row.hostgroup_id == hg.writer and row.status is ServerStatus.ONLINE:
             return f"{assignment.why_writers}; {state}"
         return state
 
@@ -97,7 +97,10 @@ def plan(
         elif before is not None:
             changes.append(
                 Change(
-                    ChangeKind.REMOVE, before, None, f"no longer {_role(hg, before)}: {why(before)}"
+                    ChangeKind.REMOVE,
+                    before,
+                    None,
+                    f"no longer {_role(hg, before)}: {why(before, wanted=False)}",
                 )
             )
     return Plan(hostgroups=hg, desired=desired, changes=tuple(changes))
