@@ -210,13 +210,21 @@ class AdminClient:
             self.execute(statement.sql, statement.params)
         return len(statements)
 
-    def apply(self, plan: Plan, persist: bool) -> ApplyResult:
+    def apply(
+        self, plan: Plan, persist: bool, staging_seen: Sequence[ServerRow] | None = None
+    ) -> ApplyResult:
         """Stage the plan's rows, verify them, then LOAD (and SAVE) only when live rows change.
 
         A staging area left half-written by a pass that died is rewritten here even when the
-        plan is empty; it is never loaded unless this call finished writing it.
+        plan is empty; it is never loaded unless this call finished writing it. `staging_seen`:
+        the staging rows this pass read; when they already match and nothing is to be loaded,
+        there is nothing to write or verify (the steady state costs no round trip here).
         """
         hostgroups = list(plan.hostgroups.managed)
+        if staging_seen is not None and not plan.needs_load:
+            seen = sort_rows(r for r in staging_seen if r.hostgroup_id in hostgroups)
+            if seen == sort_rows(plan.desired):
+                return ApplyResult(staged=0, loaded=False, saved=False)
         try:
             staged = self.stage(hostgroups, plan.desired)
             if plan.adopted:

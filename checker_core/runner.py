@@ -233,7 +233,7 @@ class PassRunner:
         if paused is not None:
             self.store.save(cluster.name, decision.memory)
             return result(Outcome.PAUSED, f"paused by {paused}", statements=statements, **extra)
-        applied = admin.apply(decision.plan, self.settings.run.persist)
+        applied = admin.apply(decision.plan, self.settings.run.persist, rows.staging)
         self.store.save(cluster.name, decision.memory)
         outcome = Outcome.CHANGED if applied.loaded else Outcome.UNCHANGED
         return result(outcome, outcome.label, statements=statements, applied=applied, **extra)

@@ -1,0 +1,133 @@
+"""What the benchmarks share: the lab (started if needed, stopped if started), configs, timing."""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from checker_core.config import Endpoint, ProxySQLSettings, Secret
+from checker_core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
+from checker_core.proxysql import AdminClient
+from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
+from tests.lab.paths import lab_dir
+from tests.lab.proxysql import ProxySQLLab
+
+HG = Hostgroups(
+    writer=100, reader=101, backup_writer=102, offline=9100, config_writer=8100, config_reader=8101
+)
+
+
+def median_ms(action: Callable[[], object], runs: int) -> float:
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        action()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
+def admin_client(proxysql: ProxySQLLab) -> AdminClient:
+    endpoint = Endpoint(proxysql.admin_user, Secret(proxysql.admin_password), None, 2000, 5000)
+    return AdminClient.connect(ProxySQLSettings(proxysql.admin_host, proxysql.admin_port, endpoint))
+
+
+class Lab:
+    """The cluster lab and the ProxySQL endpoint for a benchmark; stops what it started."""
+
+    def __init__(self, galera_lab: Any = None, gr_lab: Any = None) -> None:
+        self.galera = galera_lab
+        self.gr = gr_lab
+        self.proxysql = ProxySQLLab()
+        self._started: list[Any] = []
+
+    def __enter__(self) -> Lab:
+        for cluster_lab in (self.galera, self.gr):
+            if cluster_lab is not None:
+                if not cluster_lab.running():
+                    self._started.append(cluster_lab)
+                cluster_lab.up()
+        if self.proxysql.up():
+            self._started.append(self.proxysql)
+        self.proxysql.reset()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for started in reversed(self._started):
+            started.down()
+
+    def galera_nodes(self) -> list[NodeAddress]:
+        return [NodeAddress(n.host, n.port) for n in self.galera.nodes]
+
+    def gr_nodes(self) -> list[NodeAddress]:
+        return [NodeAddress(m.host, m.port) for m in self.gr.members]
+
+    def writers(self, admin: AdminClient) -> set[NodeAddress]:
+        rows = admin.read_rows(HG.managed).runtime
+        return {
+            r.node for r in rows if r.hostgroup_id == HG.writer and r.status is ServerStatus.ONLINE
+        }
+
+    def seed(self, nodes: list[NodeAddress]) -> None:
+        admin = admin_client(self.proxysql)
+        weights = (1000, 500, 100)
+        rows = [
+            ServerRow(HG.config_writer, n.host, n.port, weight=w)
+            for n, w in zip(nodes, weights, strict=True)
+        ]
+        rows += [ServerRow(HG.config_reader, n.host, n.port, weight=100) for n in nodes]
+        admin.stage(HG.all, rows)
+        admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
+        admin.close()
+
+    @staticmethod
+    def executable(command: str) -> str:
+        found = shutil.which(command)
+        assert found is not None, f"{command} is not installed: pip install -e ."
+        return str(Path(found).resolve())
+
+
+def write_config(lab: Lab, name: str, interval_ms: int, max_runtime_ms: int) -> Path:
+    nodes = lab.galera_nodes() if name.startswith("galera") else lab.gr_nodes()
+    lab.seed(nodes)
+    where = lab_dir() / "bench" / name
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "admin.pw").write_text(lab.proxysql.admin_password + "\n")
+    (where / "monitor.pw").write_text(MONITOR_PASSWORD + "\n")
+    path = where / "checker.toml"
+    path.write_text(
+        "\n".join(
+            [
+                "[proxysql]",
+                f'host = "{lab.proxysql.admin_host}"',
+                f"port = {lab.proxysql.admin_port}",
+                f'user = "{lab.proxysql.admin_user}"',
+                f'password_file = "{where / "admin.pw"}"',
+                "[monitor]",
+                f'user = "{MONITOR_USER}"',
+                f'password_file = "{where / "monitor.pw"}"',
+                f"connect_timeout_ms = {min(300, max_runtime_ms // 2)}",
+                f"read_timeout_ms = {min(500, max_runtime_ms // 2)}",
+                "[run]",
+                f"interval_ms = {interval_ms}",
+                f"max_runtime_ms = {max_runtime_ms}",
+                f'state_dir = "{where / "state"}"',
+                'log_format = "json"',
+                "[[cluster]]",
+                'name = "bench"',
+                f"writer_hostgroup = {HG.writer}",
+                f"reader_hostgroup = {HG.reader}",
+                f"backup_writer_hostgroup = {HG.backup_writer}",
+                f"offline_hostgroup = {HG.offline}",
+            ]
+        )
+        + "\n"
+    )
+    path.chmod(0o600)
+    return path
