@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import shutil
 import statistics
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from checker_core.config import Endpoint, ProxySQLSettings, Secret
+import pymysql
+
+from checker_core.config import Endpoint, ProxySQLSettings, Secret, load
 from checker_core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
 from checker_core.proxysql import AdminClient
+from checker_core.runner import CheckerKind, Mode, PassRunner
+from checker_core.settings_schema import Checker
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
 from tests.lab.paths import lab_dir
 from tests.lab.proxysql import ProxySQLLab
@@ -29,6 +34,45 @@ def median_ms(action: Callable[[], object], runs: int) -> float:
         action()
         samples.append((time.perf_counter() - started) * 1000)
     return statistics.median(samples)
+
+
+def baseline_ms(nodes: list[NodeAddress], query: str, runs: int) -> float:
+    """One bare PyMySQL connect + query to each node, one after another: the ratio's unit."""
+
+    def once() -> None:
+        for node in nodes:
+            conn = pymysql.connect(
+                host=node.host, port=node.port, user=MONITOR_USER, password=MONITOR_PASSWORD
+            )
+            with conn.cursor() as cur:
+                cur.execute(query)
+                cur.fetchall()
+            conn.close()
+
+    return median_ms(once, runs)
+
+
+def scheduler_pass_ms(executable: str, config: Path, runs: int) -> float:
+    """`CHECKER --config F run` from process start to exit, as ProxySQL's scheduler runs it."""
+
+    def once() -> None:
+        done = subprocess.run(
+            [executable, f"--config={config}", "run"], env={}, capture_output=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
+
+    once()  # bytecode caches written, roster placed
+    return median_ms(once, runs)
+
+
+def daemon_pass_ms(config: Path, checker: Checker, kind: CheckerKind, runs: int) -> float:
+    """One pass with the daemon's persistent connections, after a first one to open them."""
+    runner = PassRunner(load(config, checker, env={}), kind, persistent=True)
+    try:
+        runner.run_all(Mode.APPLY)
+        return median_ms(lambda: runner.run_all(Mode.APPLY), runs)
+    finally:
+        runner.close()
 
 
 def admin_client(proxysql: ProxySQLLab) -> AdminClient:

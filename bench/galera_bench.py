@@ -19,51 +19,20 @@ import sys
 import time
 from pathlib import Path
 
-import pymysql
-
-from bench.common import HG, Lab, admin_client, median_ms, write_config
-from checker_core.config import load
+from bench.common import (
+    HG,
+    Lab,
+    admin_client,
+    baseline_ms,
+    daemon_pass_ms,
+    scheduler_pass_ms,
+    write_config,
+)
 from checker_core.model import NodeAddress
-from checker_core.runner import Mode, PassRunner
 from checker_core.settings_schema import Checker
 from galera_checker.cli import kind
-from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
 from tests.lab.galera import GaleraLab
 from tests.lab.process import wait_until
-
-
-def baseline_ms(nodes: list[NodeAddress], runs: int) -> float:
-    def once() -> None:
-        for node in nodes:
-            conn = pymysql.connect(
-                host=node.host, port=node.port, user=MONITOR_USER, password=MONITOR_PASSWORD
-            )
-            with conn.cursor() as cur:
-                cur.execute("SHOW GLOBAL STATUS LIKE 'wsrep_local_state'")
-                cur.fetchall()
-            conn.close()
-
-    return median_ms(once, runs)
-
-
-def scheduler_pass_ms(executable: str, config: Path, runs: int) -> float:
-    def once() -> None:
-        done = subprocess.run(
-            [executable, f"--config={config}", "run"], env={}, capture_output=True, check=False
-        )
-        assert done.returncode == 0, done.stderr
-
-    once()  # bytecode caches written, roster placed
-    return median_ms(once, runs)
-
-
-def daemon_pass_ms(config: Path, runs: int) -> float:
-    runner = PassRunner(load(config, Checker.GALERA, env={}), kind(), persistent=True)
-    try:
-        runner.run_all(Mode.APPLY)
-        return median_ms(lambda: runner.run_all(Mode.APPLY), runs)
-    finally:
-        runner.close()
 
 
 def soft_fault_ms(
@@ -113,9 +82,9 @@ def main(argv: list[str]) -> int:
         config = write_config(lab, "galera", interval_ms=2000, max_runtime_ms=1800)
         fast = write_config(lab, "galera-fast", interval_ms=200, max_runtime_ms=180)
         executable = lab.executable("galera-checker")
-        base = baseline_ms(nodes, args.runs)
+        base = baseline_ms(nodes, "SHOW GLOBAL STATUS LIKE 'wsrep_local_state'", args.runs)
         scheduler = scheduler_pass_ms(executable, config, args.runs)
-        daemon = daemon_pass_ms(config, args.runs * 5)
+        daemon = daemon_pass_ms(config, Checker.GALERA, kind(), args.runs * 5)
         faults = [soft_fault_ms(lab, galera, executable, fast, nodes) for _ in range(3)]
         fault = statistics.median(faults)
         endpoint = "real proxysql" if lab.proxysql.is_real else "lab emulator"

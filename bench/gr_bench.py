@@ -13,54 +13,12 @@
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
-from pathlib import Path
 
-import pymysql
-
-from bench.common import Lab, median_ms, write_config
-from checker_core.config import load
-from checker_core.model import NodeAddress
-from checker_core.runner import Mode, PassRunner
+from bench.common import Lab, baseline_ms, daemon_pass_ms, scheduler_pass_ms, write_config
 from checker_core.settings_schema import Checker
 from gr_checker.cli import kind
-from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
 from tests.lab.gr import GrLab
-
-
-def baseline_ms(nodes: list[NodeAddress], runs: int) -> float:
-    def once() -> None:
-        for node in nodes:
-            conn = pymysql.connect(
-                host=node.host, port=node.port, user=MONITOR_USER, password=MONITOR_PASSWORD
-            )
-            with conn.cursor() as cur:
-                cur.execute("SELECT MEMBER_STATE FROM performance_schema.replication_group_members")
-                cur.fetchall()
-            conn.close()
-
-    return median_ms(once, runs)
-
-
-def scheduler_pass_ms(executable: str, config: Path, runs: int) -> float:
-    def once() -> None:
-        done = subprocess.run(
-            [executable, f"--config={config}", "run"], env={}, capture_output=True, check=False
-        )
-        assert done.returncode == 0, done.stderr
-
-    once()
-    return median_ms(once, runs)
-
-
-def daemon_pass_ms(config: Path, runs: int) -> float:
-    runner = PassRunner(load(config, Checker.GR, env={}), kind(), persistent=True)
-    try:
-        runner.run_all(Mode.APPLY)
-        return median_ms(lambda: runner.run_all(Mode.APPLY), runs)
-    finally:
-        runner.close()
 
 
 def main(argv: list[str]) -> int:
@@ -71,9 +29,13 @@ def main(argv: list[str]) -> int:
         nodes = lab.gr_nodes()
         config = write_config(lab, "gr", interval_ms=2000, max_runtime_ms=1800)
         executable = lab.executable("gr-checker")
-        base = baseline_ms(nodes, args.runs)
+        base = baseline_ms(
+            nodes,
+            "SELECT MEMBER_STATE FROM performance_schema.replication_group_members",
+            args.runs,
+        )
         scheduler = scheduler_pass_ms(executable, config, args.runs)
-        daemon = daemon_pass_ms(config, args.runs * 5)
+        daemon = daemon_pass_ms(config, Checker.GR, kind(), args.runs * 5)
         real = lab.proxysql.is_real
         print(f"proxysql endpoint: {'real proxysql' if real else 'lab emulator'}")
         print(f"baseline (bare connect+query to 3 members, sequential): {base:7.1f} ms")

@@ -50,17 +50,7 @@ class Prober:
         from pymysql.constants import CLIENT
 
         monitor = self._monitor
-        ssl: dict[str, str] | None = None
-        if monitor.tls is not None:
-            ssl = {
-                k: v
-                for k, v in (
-                    ("ca", monitor.tls.ca),
-                    ("cert", monitor.tls.cert),
-                    ("key", monitor.tls.key),
-                )
-                if v
-            }
+        ssl = monitor.tls.pymysql_ssl() if monitor.tls is not None else None
         return pymysql.connect(
             host=node.host,
             port=node.port,

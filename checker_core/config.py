@@ -61,6 +61,10 @@ class Tls:
     cert: str | None
     key: str | None
 
+    def pymysql_ssl(self) -> dict[str, str]:
+        """PyMySQL's `ssl` argument."""
+        return {k: v for k, v in (("ca", self.ca), ("cert", self.cert), ("key", self.key)) if v}
+
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:

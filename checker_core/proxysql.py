@@ -95,17 +95,7 @@ class AdminClient:
 
         endpoint = settings.endpoint
         where = f"ProxySQL admin {settings.host}:{settings.port}"
-        ssl: dict[str, str] | None = None
-        if endpoint.tls is not None:
-            ssl = {
-                k: v
-                for k, v in (
-                    ("ca", endpoint.tls.ca),
-                    ("cert", endpoint.tls.cert),
-                    ("key", endpoint.tls.key),
-                )
-                if v
-            }
+        ssl = endpoint.tls.pymysql_ssl() if endpoint.tls is not None else None
         try:
             conn = pymysql.connect(
                 host=settings.host,

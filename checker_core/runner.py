@@ -122,6 +122,10 @@ class PassResult:
             action = self.message
         counts = ", ".join(f"{k} {v}" for k, v in self.verdict_counts().items())
         notes = "".join(f"; {b.describe()}" for b in self.brownouts())
+        if self.decision.adopted:
+            nodes = len({r.node for r in self.decision.adopted})
+            hostgroups = sorted({r.hostgroup_id for r in self.decision.adopted})
+            notes += f"; roster of {nodes} node(s) adopted into empty templates {hostgroups}"
         return f"{head}{action}; {writer_text}{notes}; {counts}; {self.duration_ms:.0f} ms"
 
 
@@ -149,7 +153,40 @@ class PassRunner:
         self.prober.close()
 
     def run_all(self, mode: Mode) -> list[PassResult]:
-        return [self.run(cluster, mode) for cluster in self.settings.clusters]
+        clusters = self.settings.clusters
+        shared = self._shared_nodes() if len(clusters) > 1 else {}
+        results = []
+        for cluster in clusters:
+            if cluster.name in shared:
+                message = f"bad input, nothing changed: {shared[cluster.name]}"
+                results.append(PassResult(cluster.name, "-", Outcome.BAD_INPUT, 0.0, message))
+            else:
+                results.append(self.run(cluster, mode))
+        return results
+
+    def _shared_nodes(self) -> dict[str, str]:
+        """Clusters whose rosters name the same node: their checkers would fight over it."""
+        try:
+            templates = [h for c in self.settings.clusters for h in c.hostgroups.templates]
+            rows = self.admin().read_rows(templates).runtime
+        except AdminError:
+            return {}  # each pass reports the admin problem itself
+        owners: dict[NodeAddress, list[tuple[str, int]]] = {}
+        for cluster in self.settings.clusters:
+            nodes = {
+                r.node: r.hostgroup_id
+                for r in rows
+                if r.hostgroup_id in cluster.hostgroups.templates
+            }
+            for node, hostgroup in nodes.items():
+                owners.setdefault(node, []).append((cluster.name, hostgroup))
+        problems: dict[str, str] = {}
+        for node, claims in sorted(owners.items()):
+            if len(claims) > 1:
+                where = " and ".join(f"cluster {name} (hostgroup {hg})" for name, hg in claims)
+                for name, _ in claims:
+                    problems.setdefault(name, f"{node} is in the roster of {where}")
+        return problems
 
     def run(self, cluster: ClusterSettings, mode: Mode) -> PassResult:
         started = time.monotonic()

@@ -420,3 +420,106 @@ def test_daemon_fails_over_reloads_and_stops(
     finally:
         code = daemon.stop()
     assert code == 0
+
+
+def test_node_in_two_rosters_exits_2_and_changes_nothing(
+    rig: Rig, nodes: list[NodeAddress]
+) -> None:
+    n1 = nodes[0]
+    rig.passes(1)
+    other = (
+        '\n[[cluster]]\nname = "other"\nwriter_hostgroup = 200\nreader_hostgroup = 201\n'
+        "backup_writer_hostgroup = 202\noffline_hostgroup = 9200\n"
+    )
+    rig.config.write_text(rig.config.read_text() + other)
+    rig.admin.execute(
+        "INSERT INTO mysql_servers (hostgroup_id, hostname, port) VALUES (%s, %s, %s)",
+        (8200, n1.host, n1.port),
+    )
+    rig.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
+    before = snapshot(rig)
+    result = rig.run()
+    assert result.code == 2
+    assert (
+        f"{n1} is in the roster of cluster lab (hostgroup 8100) and cluster other (hostgroup 8200)"
+        in result.summary
+    )
+    assert snapshot(rig) == before
+    assert rig.admin.execute(
+        "SELECT COUNT(*) FROM runtime_mysql_servers WHERE hostgroup_id IN (200, 201, 202, 9200)"
+    ) == [("0",)]
+
+
+def test_first_pass_adopts_an_operators_rows_and_says_so(
+    rig: Rig, nodes: list[NodeAddress]
+) -> None:
+    n1, n2, n3 = nodes
+    rig.admin.stage(HG.all, [])  # no templates: only the rows an operator made by hand
+    for node, hostgroup in ((n1, HG.writer), (n1, HG.reader), (n2, HG.reader), (n3, HG.reader)):
+        rig.admin.execute(
+            "INSERT INTO mysql_servers (hostgroup_id, hostname, port, weight) "
+            "VALUES (%s, %s, %s, %s)",
+            (hostgroup, node.host, node.port, 10),
+        )
+    rig.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
+    result = rig.run()
+    assert result.code == 0, result.stderr
+    assert "adopted into empty templates [8100, 8101]" in result.summary
+    templates = rig.admin.read_rows(HG.templates).runtime
+    assert {r.node for r in templates if r.hostgroup_id == HG.config_writer} == {n1}
+    assert {r.node for r in templates if r.hostgroup_id == HG.config_reader} == {n1, n2, n3}
+    assert rig.writers == {n1}
+    assert rig.readers == {n1, n2, n3}
+    assert "adopted" not in rig.run().summary
+
+
+def test_adopt_command_builds_templates(rig: Rig, nodes: list[NodeAddress]) -> None:
+    rig.passes(1)
+    live = rig.live()
+    rig.admin.stage(HG.templates, [])
+    rig.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
+    dry = rig.run("adopt", "--dry-run")
+    assert dry.code == 0, dry.stderr
+    assert "LOAD MYSQL SERVERS TO RUNTIME;" in dry.stdout
+    assert rig.admin.read_rows(HG.templates).runtime == ()
+    done = rig.run("adopt")
+    assert done.code == 0, done.stderr
+    assert "roster of 3 node(s)" in done.stdout
+    writer_template = {
+        r.node: r.weight
+        for r in rig.admin.read_rows(HG.templates).runtime
+        if r.hostgroup_id == HG.config_writer
+    }
+    assert writer_template == {nodes[0]: 1000, nodes[1]: 500, nodes[2]: 100}
+    assert "already hold" in rig.run("adopt").stdout
+    rig.passes(1)
+    assert rig.live() == live
+
+
+def test_status_prints_the_table_and_changes_nothing(
+    rig: Rig, galera: Any, nodes: list[NodeAddress]
+) -> None:
+    rig.passes(1)
+    galera.kill(3)
+    before = snapshot(rig)
+    result = rig.run("status")
+    assert result.code == 0, result.stderr
+    assert snapshot(rig) == before
+    row = next(line for line in result.stdout.splitlines() if line.startswith(str(nodes[2])))
+    assert "down" in row and "unreachable" in row
+    assert "SQL" not in result.stdout
+
+
+def test_install_scheduler_prints_and_applies_an_idempotent_row(rig: Rig) -> None:
+    printed = rig.run("install-scheduler")
+    assert printed.code == 0, printed.stderr
+    assert printed.stdout.startswith("INSERT INTO scheduler")
+    assert f"'--config={rig.config}'" in printed.stdout
+    assert "password" not in printed.stdout
+    for _ in range(2):
+        applied = rig.run("install-scheduler", "--apply")
+        assert applied.code == 0, applied.stderr
+    rows = rig.admin.execute(
+        "SELECT active, interval_ms, filename, arg1, arg2 FROM runtime_scheduler"
+    )
+    assert rows == [("1", "2000", rig.executable(), f"--config={rig.config}", "run")]
