@@ -7,7 +7,7 @@ template gives its writer weight and attributes, its row in the reader template 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from checker_core.model import (
     ClusterRows,
@@ -69,21 +69,31 @@ def adopt_templates(
 ) -> tuple[ServerRow, ...]:
     """Template rows built from the rows an operator already has in the managed hostgroups.
 
-    Writer, backup-writer and offline rows make writer candidates; reader rows make reader
-    candidates; the highest weight seen for a node wins. Every node is at least a reader.
+    Writer and backup-writer rows make writer candidates, reader rows make readers, each with
+    the highest weight seen for the node there. A node found only in the offline hostgroup is
+    both; a node without a reader row reads with its writer weight (every node can read).
     """
-    writer_like = (hostgroups.writer, hostgroups.backup_writer, hostgroups.offline)
-    best: dict[tuple[int, NodeAddress], ServerRow] = {}
-    for row in managed_rows:
-        targets = [hostgroups.config_reader]
-        if row.hostgroup_id in writer_like:
-            targets.append(hostgroups.config_writer)
-        for target in targets:
-            template = replace(row, hostgroup_id=target, status=ServerStatus.ONLINE)
-            key = (target, row.node)
-            if key not in best or template.weight > best[key].weight:
-                best[key] = template
-    return sort_rows(best.values())
+    rows = list(managed_rows)
+
+    def heaviest(source: tuple[int, ...]) -> dict[NodeAddress, ServerRow]:
+        best: dict[NodeAddress, ServerRow] = {}
+        for row in rows:
+            if row.hostgroup_id in source and (
+                row.node not in best or row.weight > best[row.node].weight
+            ):
+                best[row.node] = row
+        return best
+
+    writers = heaviest((hostgroups.writer, hostgroups.backup_writer))
+    readers = heaviest((hostgroups.reader,))
+    for node, row in heaviest((hostgroups.offline,)).items():
+        if node not in writers and node not in readers:
+            writers[node] = row
+    for node, row in writers.items():
+        readers.setdefault(node, row)
+    templates = [r.moved(hostgroups.config_writer, ServerStatus.ONLINE) for r in writers.values()]
+    templates += [r.moved(hostgroups.config_reader, ServerStatus.ONLINE) for r in readers.values()]
+    return sort_rows(templates)
 
 
 @dataclass(frozen=True, slots=True)

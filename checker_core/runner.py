@@ -173,11 +173,10 @@ class PassRunner:
             return {}  # each pass reports the admin problem itself
         owners: dict[NodeAddress, list[tuple[str, int]]] = {}
         for cluster in self.settings.clusters:
-            nodes = {
-                r.node: r.hostgroup_id
-                for r in rows
-                if r.hostgroup_id in cluster.hostgroups.templates
-            }
+            nodes: dict[NodeAddress, int] = {}
+            for row in rows:  # sorted by hostgroup: a node is named by its first template
+                if row.hostgroup_id in cluster.hostgroups.templates:
+                    nodes.setdefault(row.node, row.hostgroup_id)
             for node, hostgroup in nodes.items():
                 owners.setdefault(node, []).append((cluster.name, hostgroup))
         problems: dict[str, str] = {}

@@ -507,7 +507,7 @@ def test_status_prints_the_table_and_changes_nothing(
     assert snapshot(rig) == before
     row = next(line for line in result.stdout.splitlines() if line.startswith(str(nodes[2])))
     assert "down" in row and "unreachable" in row
-    assert "SQL" not in result.stdout
+    assert "SQL:" not in result.stdout
 
 
 def test_install_scheduler_prints_and_applies_an_idempotent_row(rig: Rig) -> None:

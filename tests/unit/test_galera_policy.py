@@ -302,3 +302,26 @@ def test_empty_templates_are_adopted_from_managed_rows() -> None:
     assert {r.hostgroup_id for r in decision.adopted} == {HG.config_writer, HG.config_reader}
     assert decision.plan.needs_load
     assert hostgroup_members(decision, HG.writer) == {N1}
+
+
+def test_adoption_takes_each_weight_from_its_own_hostgroup() -> None:
+    from checker_core.model import ServerRow
+    from checker_core.roster import adopt_templates
+
+    live = [
+        ServerRow(HG.writer, N1.host, N1.port, weight=1000),
+        ServerRow(HG.reader, N1.host, N1.port, weight=100),
+        ServerRow(HG.backup_writer, N2.host, N2.port, weight=500),
+        ServerRow(HG.reader, N3.host, N3.port, weight=70),
+        ServerRow(HG.offline, "127.0.0.1", 3399, weight=5),
+    ]
+    got = {(r.hostgroup_id, r.port): r.weight for r in adopt_templates(live, HG)}
+    assert got == {
+        (HG.config_writer, 3311): 1000,
+        (HG.config_reader, 3311): 100,  # its reader row, not its writer weight
+        (HG.config_writer, 3312): 500,
+        (HG.config_reader, 3312): 500,  # no reader row: reads with its writer weight
+        (HG.config_reader, 3313): 70,  # only a reader: not a writer candidate
+        (HG.config_writer, 3399): 5,  # only parked offline: both
+        (HG.config_reader, 3399): 5,
+    }
