@@ -12,6 +12,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from checker_core.decide import ProbeResult
@@ -42,6 +43,7 @@ class Prober:
         self._persistent = persistent
         self._conns: dict[NodeAddress, pymysql.connections.Connection[Any]] = {}
         self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
 
     def _connect(
         self, node: NodeAddress, connect_timeout: float
@@ -93,6 +95,21 @@ class Prober:
         self._give_back(node, conn)
         return ProbeResult(node, facts, None, (time.monotonic() - started) * 1000)
 
+    def _spawn(self, node: NodeAddress, deadline: float, results: queue.Queue[ProbeResult]) -> None:
+        """Run one probe off this thread: on the daemon's reused workers, or a throwaway thread
+        that can never hold the process open (a one-shot pass exits even if a node hangs)."""
+        if self._persistent:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="probe")
+            self._pool.submit(lambda: results.put(self.probe_one(node, deadline)))
+            return
+        thread = threading.Thread(
+            target=lambda: results.put(self.probe_one(node, deadline)),
+            name=f"probe-{node}",
+            daemon=True,
+        )
+        thread.start()
+
     def probe_all(
         self, nodes: Sequence[NodeAddress], deadline: float
     ) -> dict[NodeAddress, ProbeResult]:
@@ -100,12 +117,7 @@ class Prober:
         started = time.monotonic()
         results: queue.Queue[ProbeResult] = queue.Queue()
         for node in nodes:
-            thread = threading.Thread(
-                target=lambda n=node: results.put(self.probe_one(n, deadline)),
-                name=f"probe-{node}",
-                daemon=True,
-            )
-            thread.start()
+            self._spawn(node, deadline, results)
         done: dict[NodeAddress, ProbeResult] = {}
         while len(done) < len(nodes):
             remaining = deadline - time.monotonic()
@@ -125,6 +137,10 @@ class Prober:
         return done
 
     def close(self) -> None:
+        if self._pool is not None:
+            # a probe still stuck on a hung node ends by its read timeout; do not wait for it
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
         with self._lock:
             conns, self._conns = list(self._conns.values()), {}
         for conn in conns:
