@@ -92,7 +92,7 @@ class Lab:
     def __enter__(self) -> Lab:
         for cluster_lab in (self.galera, self.gr):
             if cluster_lab is not None:
-                if not cluster_lab.running():
+                if not _is_up(cluster_lab):
                     self._started.append(cluster_lab)
                 cluster_lab.up()
         if self.proxysql.up():
@@ -135,6 +135,13 @@ class Lab:
         found = shutil.which(command)
         assert found is not None, f"{command} is not installed: pip install -e ."
         return str(Path(found).resolve())
+
+
+def _is_up(cluster_lab: Any) -> bool:
+    """Whether any server of the lab runs (GaleraLab lists them; GrLab answers per member)."""
+    if hasattr(cluster_lab, "running"):
+        return bool(cluster_lab.running())
+    return any(cluster_lab.pid(m.index) is not None for m in cluster_lab.members)
 
 
 def write_config(lab: Lab, name: str, interval_ms: int, max_runtime_ms: int) -> Path:
