@@ -19,6 +19,7 @@ from checker_core.proxysql import AdminClient
 from checker_core.runner import CheckerKind, Mode, PassRunner
 from checker_core.settings_schema import Checker
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
+from tests.lab.checker_config import write_checker_config
 from tests.lab.paths import lab_dir
 from tests.lab.proxysql import ProxySQLLab
 
@@ -147,38 +148,7 @@ def _is_up(cluster_lab: Any) -> bool:
 def write_config(lab: Lab, name: str, interval_ms: int, max_runtime_ms: int) -> Path:
     nodes = lab.galera_nodes() if name.startswith("galera") else lab.gr_nodes()
     lab.seed(nodes)
+    run = {"interval_ms": interval_ms, "max_runtime_ms": max_runtime_ms, "log_format": "json"}
+    timeouts = (min(300, max_runtime_ms // 2), min(500, max_runtime_ms // 2))
     where = lab_dir() / "bench" / name
-    where.mkdir(parents=True, exist_ok=True)
-    (where / "admin.pw").write_text(lab.proxysql.admin_password + "\n")
-    (where / "monitor.pw").write_text(MONITOR_PASSWORD + "\n")
-    path = where / "checker.toml"
-    path.write_text(
-        "\n".join(
-            [
-                "[proxysql]",
-                f'host = "{lab.proxysql.admin_host}"',
-                f"port = {lab.proxysql.admin_port}",
-                f'user = "{lab.proxysql.admin_user}"',
-                f'password_file = "{where / "admin.pw"}"',
-                "[monitor]",
-                f'user = "{MONITOR_USER}"',
-                f'password_file = "{where / "monitor.pw"}"',
-                f"connect_timeout_ms = {min(300, max_runtime_ms // 2)}",
-                f"read_timeout_ms = {min(500, max_runtime_ms // 2)}",
-                "[run]",
-                f"interval_ms = {interval_ms}",
-                f"max_runtime_ms = {max_runtime_ms}",
-                f'state_dir = "{where / "state"}"',
-                'log_format = "json"',
-                "[[cluster]]",
-                'name = "bench"',
-                f"writer_hostgroup = {HG.writer}",
-                f"reader_hostgroup = {HG.reader}",
-                f"backup_writer_hostgroup = {HG.backup_writer}",
-                f"offline_hostgroup = {HG.offline}",
-            ]
-        )
-        + "\n"
-    )
-    path.chmod(0o600)
-    return path
+    return write_checker_config(where, lab.proxysql, HG, "bench", run, monitor_timeouts_ms=timeouts)

@@ -37,6 +37,7 @@ from checker_core.settings_schema import Checker
 
 # share of max_runtime_ms the probes may use; the rest is for reading and writing ProxySQL
 PROBE_SHARE = 0.6
+ACCESS_DENIED = "(error 1045)"
 
 
 class Mode(enum.Enum):
@@ -253,6 +254,15 @@ class PassRunner:
             )
         probe_deadline = started + self.settings.run.max_runtime_ms / 1000 * PROBE_SHARE
         probes = self.prober.probe_all(roster.addresses, probe_deadline)
+        if probes and all(p.error and ACCESS_DENIED in p.error for p in probes.values()):
+            # a wrong monitor password, not a dead cluster: taking every node out would be
+            # an outage caused by a typo
+            user = self.settings.monitor.user
+            return result(
+                Outcome.BAD_INPUT,
+                f"bad input, nothing changed: every node refused the monitor account {user!r} "
+                f"({next(iter(probes.values())).error})",
+            )
         memory, warning = self.store.load(cluster.name)
         layout = LiveLayout.of(rows, hostgroups)
         now = self.clock()

@@ -523,3 +523,16 @@ def test_install_scheduler_prints_and_applies_an_idempotent_row(rig: Rig) -> Non
         "SELECT active, interval_ms, filename, arg1, arg2 FROM runtime_scheduler"
     )
     assert rows == [("1", "2000", rig.executable(), f"--config={rig.config}", "run")]
+
+
+def test_wrong_monitor_password_is_bad_input_not_an_outage(
+    rig: Rig, nodes: list[NodeAddress]
+) -> None:
+    rig.passes(1)
+    before = snapshot(rig)
+    (rig.tmp / "secrets" / "monitor").write_text("wrong\n")
+    result = rig.run()
+    assert result.code == 2
+    assert "every node refused the monitor account 'monitor'" in result.summary
+    assert snapshot(rig) == before
+    assert rig.writers == {nodes[0]}

@@ -15,12 +15,11 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 from checker_core.config import Endpoint, ProxySQLSettings, Secret
 from checker_core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
 from checker_core.proxysql import AdminClient
-from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
+from tests.lab.checker_config import write_checker_config
 from tests.lab.galera import GaleraLab
 from tests.lab.paths import lab_dir
 from tests.lab.process import wait_until
@@ -39,43 +38,6 @@ NAMES = {
 
 def say(text: str) -> None:
     print(f"\n=== {text}", flush=True)
-
-
-def config_file(proxysql: ProxySQLLab, where: Path) -> Path:
-    where.mkdir(parents=True, exist_ok=True)
-    (where / "admin.pw").write_text(proxysql.admin_password + "\n")
-    (where / "monitor.pw").write_text(MONITOR_PASSWORD + "\n")
-    path = where / "galera.toml"
-    path.write_text(
-        "\n".join(
-            [
-                "[proxysql]",
-                f'host = "{proxysql.admin_host}"',
-                f"port = {proxysql.admin_port}",
-                f'user = "{proxysql.admin_user}"',
-                f'password_file = "{where / "admin.pw"}"',
-                "[monitor]",
-                f'user = "{MONITOR_USER}"',
-                f'password_file = "{where / "monitor.pw"}"',
-                "connect_timeout_ms = 300",
-                "read_timeout_ms = 400",
-                "[run]",
-                "interval_ms = 500",
-                "max_runtime_ms = 450",
-                f'state_dir = "{where / "state"}"',
-                'log_format = "console"',
-                "[[cluster]]",
-                'name = "demo"',
-                f"writer_hostgroup = {HG.writer}",
-                f"reader_hostgroup = {HG.reader}",
-                f"backup_writer_hostgroup = {HG.backup_writer}",
-                f"offline_hostgroup = {HG.offline}",
-            ]
-        )
-        + "\n"
-    )
-    path.chmod(0o600)
-    return path
 
 
 def table(admin: AdminClient) -> str:
@@ -122,7 +84,8 @@ def main() -> int:
         roster += [ServerRow(HG.config_reader, n.host, n.port, weight=100) for n in nodes]
         admin.stage(HG.all, roster)
         admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
-        config = config_file(proxysql, lab_dir() / "demo")
+        run = {"interval_ms": 500, "max_runtime_ms": 450, "log_format": "console"}
+        config = write_checker_config(lab_dir() / "demo", proxysql, HG, "demo", run)
         command = shutil.which("galera-checker")
         assert command is not None, "galera-checker is not installed: pip install -e ."
         say(f"galera-checker --config {config} daemon   (every 500 ms)")
