@@ -7,7 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(mariadb-server galera-4 mariadb-backup mariadb-client socat patchelf xz-utils)
+# with their recommended packages, as the lab was proven: the SST scripts look for ss (iproute2)
+# or lsof to watch ports, and use pv
+debs=(mariadb-server galera-4 mariadb-backup mariadb-client socat iproute2 patchelf xz-utils)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -16,7 +18,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 PYTHON=${PYTHON:-python3}
