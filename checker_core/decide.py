@@ -69,29 +69,57 @@ def queue_history(
     return (*memory.queue_samples, (now, verdict.queue))[-QUEUE_SAMPLES:]
 
 
-def roster_of(rows: ClusterRows, cluster: ClusterSettings) -> tuple[Roster, tuple[ServerRow, ...]]:
-    """The roster from the live templates; built from the managed rows when they are empty."""
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """What ProxySQL's rows say about one cluster, read once per pass: who is in the roster
+    (adopted from the managed rows when the templates are empty) and where each node is live."""
+
+    rows: ClusterRows
+    roster: Roster
+    adopted: tuple[ServerRow, ...]
+    layout: LiveLayout
+
+
+def view_of(rows: ClusterRows, cluster: ClusterSettings) -> ClusterView:
+    """Raise BadRows for rows the tool must not act on, before any node is probed."""
     hostgroups = cluster.hostgroups
     templates = rows.live(hostgroups.templates)
-    if templates:
-        return build_roster(templates, hostgroups), ()
-    adopted = adopt_templates(rows.live(hostgroups.managed), hostgroups)
-    return build_roster(adopted, hostgroups), adopted
+    adopted = () if templates else adopt_templates(rows.live(hostgroups.managed), hostgroups)
+    roster = build_roster(templates or adopted, hostgroups)
+    check_rows(rows, hostgroups, roster)
+    return ClusterView(rows, roster, adopted, LiveLayout.of(rows, hostgroups))
+
+
+def drained_writers(
+    layout: LiveLayout,
+    in_use: Mapping[NodeAddress, int],
+    memory: Mapping[NodeAddress, NodeMemory],
+    cluster: ClusterSettings,
+    now: float,
+) -> frozenset[NodeAddress]:
+    """Draining writers whose connections are done (ConnUsed 0), or whose drain ran too long."""
+    done = set()
+    for node in layout.draining:
+        since = memory[node].drain_since if node in memory else None
+        timed_out = since is not None and (now - since) * 1000 >= cluster.drain_timeout_ms
+        if in_use.get(node, 0) == 0 or timed_out:
+            done.add(node)
+    return frozenset(done)
 
 
 def decide(
     policy: Policy,
-    rows: ClusterRows,
+    view: ClusterView,
     probes: Mapping[NodeAddress, ProbeResult],
     *,
     memory: Mapping[NodeAddress, NodeMemory],
     cluster: ClusterSettings,
-    drained: frozenset[NodeAddress],
+    in_use: Mapping[NodeAddress, int],
     now: float,
 ) -> Decision:
-    roster, adopted = roster_of(rows, cluster)
-    layout = LiveLayout.of(rows, cluster.hostgroups)
-    check_rows(rows, cluster.hostgroups, roster)
+    """`in_use`: ConnUsed of the servers draining in the writer hostgroup (empty when none)."""
+    roster, adopted, layout = view.roster, view.adopted, view.layout
+    drained = drained_writers(layout, in_use, memory, cluster, now)
     raw = policy.judge_all(probes, cluster, memory)
     verdicts: dict[NodeAddress, Verdict] = {}
     remembered: dict[NodeAddress, NodeMemory] = {}

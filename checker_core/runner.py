@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from checker_core.backend import ProbeFn, Prober
 from checker_core.brownout import BrownoutReport, brownout_report
 from checker_core.config import ClusterSettings, Settings
-from checker_core.decide import Decision, Policy, ProbeResult, decide, roster_of
+from checker_core.decide import Decision, Policy, ProbeResult, decide, view_of
 from checker_core.exitcodes import Exit
-from checker_core.hysteresis import NodeMemory
 from checker_core.lock import PassTimeout, cluster_lock, deadline
 from checker_core.memory import StateStore
 from checker_core.model import BadRow, NodeAddress
@@ -245,7 +244,8 @@ class PassRunner:
         admin = self.admin()
         hostgroups = cluster.hostgroups
         rows = admin.read_rows(hostgroups.all)
-        roster, _ = roster_of(rows, cluster)
+        view = view_of(rows, cluster)
+        roster = view.roster
         if not roster.nodes:
             return result(
                 Outcome.BAD_INPUT,
@@ -264,11 +264,17 @@ class PassRunner:
                 f"({next(iter(probes.values())).error})",
             )
         memory, warning = self.store.load(cluster.name)
-        layout = LiveLayout.of(rows, hostgroups)
-        now = self.clock()
-        drained = self._drained(admin, layout, memory, cluster, now)
+        layout = view.layout
+        # ConnUsed only matters, and is only read, while a demoted writer drains
+        in_use = admin.connections_in_use(hostgroups.writer) if layout.draining else {}
         decision = decide(
-            self.kind.policy, rows, probes, memory=memory, cluster=cluster, drained=drained, now=now
+            self.kind.policy,
+            view,
+            probes,
+            memory=memory,
+            cluster=cluster,
+            in_use=in_use,
+            now=self.clock(),
         )
         warnings = (warning,) if warning else ()
         statements = plan_statements(decision.plan, rows.staging, self.settings.run.persist)
@@ -283,26 +289,6 @@ class PassRunner:
         self.store.save(cluster.name, decision.memory)
         outcome = Outcome.CHANGED if applied.loaded else Outcome.UNCHANGED
         return result(outcome, outcome.label, statements=statements, applied=applied, **extra)
-
-    def _drained(
-        self,
-        admin: AdminClient,
-        layout: LiveLayout,
-        memory: Mapping[NodeAddress, NodeMemory],
-        cluster: ClusterSettings,
-        now: float,
-    ) -> frozenset[NodeAddress]:
-        """Draining writers whose connections are done, or whose drain ran out of time."""
-        if not layout.draining:
-            return frozenset()
-        in_use = admin.connections_in_use(cluster.hostgroups.writer)
-        done = set()
-        for node in layout.draining:
-            since = memory[node].drain_since if node in memory else None
-            timed_out = since is not None and (now - since) * 1000 >= cluster.drain_timeout_ms
-            if in_use.get(node, 0) == 0 or timed_out:
-                done.add(node)
-        return frozenset(done)
 
 
 def exit_code(results: list[PassResult]) -> Exit:

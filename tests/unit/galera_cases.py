@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from checker_core.config import ClusterSettings
-from checker_core.decide import Decision, ProbeResult, decide
+from checker_core.decide import Decision, ProbeResult, decide, view_of
 from checker_core.hysteresis import NodeMemory
 from checker_core.model import (
     ClusterRows,
@@ -113,13 +113,16 @@ def run(
 ) -> Decision:
     all_probes = {n: probe_ok(n) for n in weights}
     all_probes.update(probes or {})
+    cluster = cluster_settings(**settings)
+    done = set(drained)
     return decide(
         GaleraPolicy(),
-        rows_of(live, weights),
+        view_of(rows_of(live, weights), cluster),
         all_probes,
         memory=memory or {},
-        cluster=cluster_settings(**settings),
-        drained=frozenset(drained),
+        cluster=cluster,
+        # a draining writer not named as drained still has a client connection
+        in_use={n: 0 if n in done else 1 for n in weights},
         now=1000.0,
     )
 

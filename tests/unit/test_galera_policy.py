@@ -284,19 +284,20 @@ def test_foreign_row_in_managed_hostgroup_is_bad_input() -> None:
 
 
 def test_empty_templates_are_adopted_from_managed_rows() -> None:
-    from checker_core.decide import decide
+    from checker_core.decide import decide, view_of
     from checker_core.model import ClusterRows
     from galera_checker.policy import GaleraPolicy
     from tests.unit.galera_cases import cluster_settings
 
     live = tuple(steady())
+    settings = cluster_settings()
     decision = decide(
         GaleraPolicy(),
-        ClusterRows(runtime=live, staging=live),
+        view_of(ClusterRows(runtime=live, staging=live), settings),
         {n: probe_ok(n) for n in NODES},
         memory={},
-        cluster=cluster_settings(),
-        drained=frozenset(),
+        cluster=settings,
+        in_use={},
         now=0.0,
     )
     assert {r.hostgroup_id for r in decision.adopted} == {HG.config_writer, HG.config_reader}
@@ -325,3 +326,16 @@ def test_adoption_takes_each_weight_from_its_own_hostgroup() -> None:
         (HG.config_writer, 3399): 5,  # only parked offline: both
         (HG.config_reader, 3399): 5,
     }
+
+
+def test_drain_ends_when_connections_are_done_or_time_runs_out() -> None:
+    from checker_core.decide import drained_writers
+    from checker_core.roster import LiveLayout
+    from tests.unit.galera_cases import cluster_settings, rows_of
+
+    layout = LiveLayout.of(rows_of([placed(N1, HG.writer, ServerStatus.OFFLINE_SOFT)]), HG)
+    cluster = cluster_settings(drain_timeout_ms=30000)
+    started = {N1: NodeMemory(routable=True, drain_since=1000.0)}
+    assert drained_writers(layout, {N1: 3}, started, cluster, now=1010.0) == frozenset()
+    assert drained_writers(layout, {N1: 0}, started, cluster, now=1010.0) == {N1}
+    assert drained_writers(layout, {N1: 3}, started, cluster, now=1030.0) == {N1}

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker_core.decide import Decision, ProbeResult, decide
+from checker_core.decide import Decision, ProbeResult, decide, view_of
 from checker_core.hysteresis import NodeMemory
 from checker_core.model import ClusterRows, NodeAddress, ServerRow, ServerStatus, sort_rows
 from checker_core.runner import Outcome, PassResult
@@ -76,13 +76,14 @@ def run(
     **cluster: Any,
 ) -> Decision:
     runtime = sort_rows([*templates(WEIGHTS), *live])
+    settings = cluster_settings(**cluster)
     return decide(
         GroupReplicationPolicy(),
-        ClusterRows(runtime, runtime),
+        view_of(ClusterRows(runtime, runtime), settings),
         probes,
         memory=memory or {},
-        cluster=cluster_settings(**cluster),
-        drained=frozenset(),
+        cluster=settings,
+        in_use={},
         now=100.0,
     )
 
