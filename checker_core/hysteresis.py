@@ -47,6 +47,14 @@ class NodeMemory:
         )
 
 
+def lagging(queue: int | None, limit: int, was_lagging: bool) -> bool:
+    """Over `limit` takes a node out of reading; it comes back once under half of it (G7, R6).
+    A limit of 0 means no limit."""
+    if limit <= 0 or queue is None:
+        return False
+    return queue > limit or (was_lagging and queue * 2 >= limit)
+
+
 def settle(
     raw: Verdict,
     previous: NodeMemory | None,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from checker_core.config import ClusterSettings
 from checker_core.decide import ProbeResult
-from checker_core.hysteresis import NodeMemory
+from checker_core.hysteresis import NodeMemory, lagging
 from checker_core.model import NodeAddress
 from checker_core.roster import LiveLayout, Roster
 from checker_core.verdict import State, Verdict
@@ -105,14 +105,13 @@ def judge(
         return verdict(State.LAST_RESORT, f"donor ({comment}): last resort only", drain=True)
     if local_state != 4:  # G6
         return verdict(State.OFFLINE, f"wsrep_local_state={local_state} ({comment})")
-    if max_transactions_behind > 0 and queue is not None:  # G7
+    if lagging(queue, max_transactions_behind, was_lagging):  # G7
         limit = max_transactions_behind
-        if queue > limit or (was_lagging and queue * 2 >= limit):
-            return verdict(
-                State.LAGGING,
-                f"wsrep_local_recv_queue={queue} (limit {limit}, back under {limit // 2})",
-                drain=True,
-            )
+        return verdict(
+            State.LAGGING,
+            f"wsrep_local_recv_queue={queue} (limit {limit}, back under {limit // 2})",
+            drain=True,
+        )
     if not writable:  # G8
         return verdict(State.HEALTHY, "read_only=ON: may read, may not write", drain=True)
     return verdict(State.HEALTHY, "synced", drain=True)  # G9

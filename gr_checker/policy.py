@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from checker_core.config import ClusterSettings
 from checker_core.decide import ProbeResult
-from checker_core.hysteresis import NodeMemory
+from checker_core.hysteresis import NodeMemory, lagging
 from checker_core.model import NodeAddress
 from checker_core.roster import LiveLayout, Roster
 from checker_core.verdict import State, Verdict
@@ -132,12 +132,11 @@ def _judge(
         )
     if role == "primary" and not writable:  # R5
         return verdict(State.BROWNOUT, f"new primary still super_read_only, applier queue {queue}")
-    if role == "secondary" and max_transactions_behind > 0 and queue is not None:  # R6
+    if role == "secondary" and lagging(queue, max_transactions_behind, was_lagging):  # R6
         limit = max_transactions_behind
-        if queue > limit or (was_lagging and queue * 2 >= limit):
-            return verdict(
-                State.LAGGING, f"applier queue {queue} (limit {limit}, back under {limit // 2})"
-            )
+        return verdict(
+            State.LAGGING, f"applier queue {queue} (limit {limit}, back under {limit // 2})"
+        )
     if role == "secondary":
         # a former primary's open transactions fail with 1290 anyway: no drain
         return verdict(State.HEALTHY, "secondary")
