@@ -124,7 +124,10 @@ def _setup_logs(settings: Settings, lean: bool = False) -> Any:
     from checker_core.logs import get_logger
 
     run = settings.run
-    return get_logger(run.log_format, run.log_level, lean, checker=settings.checker.value)
+    stream = sys.stdout if run.log_stream == "stdout" else sys.stderr
+    return get_logger(
+        run.log_format, run.log_level, lean, stream=stream, checker=settings.checker.value
+    )
 
 
 def _run_passes(inv: Invocation, settings: Settings, mode_name: str) -> list[PassResult]:
@@ -164,17 +167,33 @@ def run_command(
 
 @click.command("status")
 @config_options
+@click.option(
+    "--format",
+    "output",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="json: the document the daemon serves on /status.",
+)
 @click.pass_obj
-def status_command(inv: Invocation, config: Path | None, overrides: tuple[str, ...]) -> None:
+def status_command(
+    inv: Invocation, config: Path | None, overrides: tuple[str, ...], output: str
+) -> None:
     """The current layout and every node's verdict, as a table; changes nothing."""
-    from checker_core.report import render
+    import json
+
+    from checker_core.report import render, status_document
     from checker_core.runner import exit_code
 
     settings = load_settings(inv.merged(config, overrides))
     results = _run_passes(inv, settings, "status")
-    by_name = {c.name: c for c in settings.clusters}
-    for result in results:
-        click.echo(render(result, by_name[result.cluster].hostgroups, with_sql=False))
+    hostgroups = {c.name: c.hostgroups for c in settings.clusters}
+    if output == "json":
+        document = status_document(inv.checker.value, results, hostgroups)
+        click.echo(json.dumps(document, indent=2))
+    else:
+        for result in results:
+            click.echo(render(result, hostgroups[result.cluster], with_sql=False))
     sys.exit(int(exit_code(results)))
 
 
@@ -185,6 +204,7 @@ def daemon_command(inv: Invocation, config: Path | None, overrides: tuple[str, .
     """Run passes every run.interval_ms until SIGTERM; SIGHUP reloads the configuration."""
     from checker_core.config import load
     from checker_core.daemon import run_daemon
+    from checker_core.listener import ListenError
 
     merged = inv.merged(config, overrides)
     settings = load_settings(merged)
@@ -198,7 +218,11 @@ def daemon_command(inv: Invocation, config: Path | None, overrides: tuple[str, .
             return first.pop()
         return load(path, inv.checker, overrides=merged.overrides)
 
-    sys.exit(run_daemon(load_again, inv.kind(), log))
+    try:
+        code = run_daemon(load_again, inv.kind(), log)
+    except ListenError as exc:
+        fail(f"run.metrics_listen: {exc}", Exit.BAD_INPUT)
+    sys.exit(code)
 
 
 @click.command("adopt")
@@ -330,6 +354,43 @@ def install_scheduler_command(
     )
 
 
+@click.command("healthcheck")
+@click.option(
+    "--listen",
+    envvar="CHECKER_RUN_METRICS_LISTEN",
+    metavar="HOST:PORT",
+    help="The daemon's listener (default: $CHECKER_RUN_METRICS_LISTEN, else run.metrics_listen "
+    "of the configuration file, else 127.0.0.1:9140).",
+)
+@click.option("--timeout", "timeout_s", default=3.0, show_default=True, help="Seconds to wait.")
+@click.pass_obj
+def healthcheck_command(inv: Invocation, listen: str | None, timeout_s: float) -> None:
+    """Ask a running daemon's /health: exit 0 when healthy, 1 otherwise (for HEALTHCHECK)."""
+    import urllib.error
+    import urllib.request
+
+    from checker_core.listen import ListenAddress
+
+    if listen is None and inv.config is not None:
+        configured = load_settings(inv).run.metrics_listen
+        listen = None if configured is None else str(configured)
+    try:
+        address = ListenAddress.parse(listen or DEFAULT_LISTEN)
+    except ValueError as exc:
+        fail(f"--listen: {exc}", Exit.BAD_INPUT)
+    url = address.url("/health")
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as answer:  # noqa: S310 (http only)
+            click.echo(answer.read().decode(errors="replace").strip())
+    except urllib.error.HTTPError as exc:
+        fail(exc.read().decode(errors="replace").strip() or f"{url}: {exc}", Exit.FAILED)
+    except OSError as exc:
+        fail(f"{url}: no answer ({exc})", Exit.FAILED)
+
+
+DEFAULT_LISTEN = "127.0.0.1:9140"
+
+
 def _known_cluster(settings: Settings, name: str | None) -> None:
     if name is not None and name not in {c.name for c in settings.clusters}:
         known = ", ".join(c.name for c in settings.clusters)
@@ -351,4 +412,5 @@ COMMANDS = (
     pause_command,
     resume_command,
     install_scheduler_command,
+    healthcheck_command,
 )

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checker_core.listen import ListenAddress
 from checker_core.model import Hostgroups
 from checker_core.settings_schema import (
     ENV_PREFIX,
@@ -92,6 +93,8 @@ class RunSettings:
     persist: bool
     log_format: str
     log_level: str
+    log_stream: str = "stderr"
+    metrics_listen: ListenAddress | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -465,7 +468,14 @@ def _run(values: dict[str, object], problems: list[Problem]) -> RunSettings | No
         if path.exists() and not path.is_dir():
             problems.append(Problem("run.state_dir", f"{state_dir} exists and is not a directory"))
             return None
-    if any(v is None for v in values.values()):
+    listen: ListenAddress | None = None
+    if isinstance(values["metrics_listen"], str):
+        try:
+            listen = ListenAddress.parse(values["metrics_listen"])
+        except ValueError as exc:
+            problems.append(Problem("run.metrics_listen", str(exc)))
+            return None
+    if any(v is None for k, v in values.items() if k != "metrics_listen"):
         return None
     return RunSettings(
         interval_ms=int(str(interval)),
@@ -474,6 +484,8 @@ def _run(values: dict[str, object], problems: list[Problem]) -> RunSettings | No
         persist=bool(values["persist"]),
         log_format=str(values["log_format"]),
         log_level=str(values["log_level"]),
+        log_stream=str(values["log_stream"]),
+        metrics_listen=listen,
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from checker_core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
@@ -42,29 +42,82 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return out
 
 
-def node_table(result: PassResult, hostgroups: Hostgroups) -> list[str]:
+NODE_COLUMNS = (
+    ("node", "node"),
+    ("writer_weight", "w.weight"),
+    ("reader_weight", "r.weight"),
+    ("now", "now"),
+    ("verdict", "verdict"),
+    ("probe_ms", "probe ms"),
+    ("next", "next"),
+    ("reason", "reason"),
+)
+
+
+def node_records(result: PassResult, hostgroups: Hostgroups) -> list[dict[str, Any]]:
+    """Every roster node: weights, where it is, its verdict, where the plan puts it, and why."""
     decision, layout = result.decision, result.layout
     if decision is None or layout is None:
         return []
-    rows = []
+    records = []
     for rn in decision.roster.nodes:
         node = rn.node
         verdict = decision.verdicts[node]
         probe = result.probes.get(node)
-        rows.append(
-            [
-                str(node),
-                str(rn.writer.weight) if rn.writer else "-",
-                str(rn.reader.weight) if rn.reader else "-",
-                placements(layout.rows, hostgroups, node),
-                verdict.state.value,
-                f"{probe.elapsed_ms:.0f}" if probe else "-",
-                placements(decision.plan.desired, hostgroups, node),
-                verdict.reason,
-            ]
+        records.append(
+            {
+                "node": str(node),
+                "writer_weight": rn.writer.weight if rn.writer else None,
+                "reader_weight": rn.reader.weight if rn.reader else None,
+                "now": placements(layout.rows, hostgroups, node),
+                "verdict": verdict.state.value,
+                "probe_ms": round(probe.elapsed_ms, 1) if probe else None,
+                "next": placements(decision.plan.desired, hostgroups, node),
+                "reason": verdict.reason,
+            }
         )
-    headers = ["node", "w.weight", "r.weight", "now", "verdict", "probe ms", "next", "reason"]
-    return table(headers, rows)
+    return records
+
+
+def status_record(result: PassResult, hostgroups: Hostgroups) -> dict[str, Any]:
+    """A pass as data: what `status --format json` prints and the daemon serves on /status."""
+    decision = result.decision
+    return {
+        "cluster": result.cluster,
+        "pass_id": result.pass_id,
+        "outcome": result.outcome.label,
+        "summary": result.summary(),
+        "duration_ms": round(result.duration_ms, 1),
+        "writers": [str(n) for n in result.writers],
+        "nodes": node_records(result, hostgroups),
+        "changes": [c.describe() for c in decision.plan.changes] if decision else [],
+        "warnings": list(result.warnings),
+    }
+
+
+def _cell(value: object, column: str) -> str:
+    if value is None:
+        return "-"
+    if column == "probe_ms" and isinstance(value, float):
+        return f"{value:.0f}"
+    return str(value)
+
+
+def node_table(result: PassResult, hostgroups: Hostgroups) -> list[str]:
+    records = node_records(result, hostgroups)
+    if not records:
+        return []
+    rows = [[_cell(r[key], key) for key, _ in NODE_COLUMNS] for r in records]
+    return table([title for _, title in NODE_COLUMNS], rows)
+
+
+def status_document(
+    checker: str, results: Iterable[PassResult], hostgroups: Mapping[str, Hostgroups]
+) -> dict[str, Any]:
+    return {
+        "checker": checker,
+        "clusters": [status_record(r, hostgroups[r.cluster]) for r in results],
+    }
 
 
 def render(result: PassResult, hostgroups: Hostgroups, with_sql: bool) -> str:
@@ -97,7 +150,7 @@ def log_pass(log: Any, result: PassResult) -> None:
                 node=str(node),
                 verdict=verdict.state.value,
                 reason=verdict.reason,
-                probe_ms=round(probe.elapsed_ms, 1) if probe else None,
+                duration_ms=round(probe.elapsed_ms, 1) if probe else None,
             )
     changes = [c.describe() for c in result.decision.plan.changes] if result.decision else []
     method = "warning" if result.outcome.exit_code else "info"
@@ -111,6 +164,7 @@ def log_pass(log: Any, result: PassResult) -> None:
         verdicts=result.verdict_counts(),
         change=changes,
         loaded=bool(result.applied and result.applied.loaded),
+        reason=None if result.decision else result.message,
         summary=result.summary(),
     )
     for warning in result.warnings:

@@ -208,6 +208,23 @@ KEYS: tuple[Key, ...] = (
         "debug adds one line per node and pass.",
         choices=("debug", "info", "warning", "error"),
     ),
+    Key(
+        "run",
+        "log_stream",
+        str,
+        "stderr",
+        "Where log lines go; stdout suits containers whose collectors read it.",
+        choices=("stderr", "stdout"),
+    ),
+    Key(
+        "run",
+        "metrics_listen",
+        str,
+        None,
+        "Daemon only: HOST:PORT serving /metrics (Prometheus), /health and /status, "
+        'e.g. "127.0.0.1:9140". Unset: no listener.',
+        optional=True,
+    ),
     # [[cluster]]: one hostgroup set each
     Key(
         "cluster",

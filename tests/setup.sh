@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need on a Debian 12 machine (run as root); idempotent.
-#   - Debian packages: MariaDB + Galera 4 for the Galera lab (mariabackup and socat for SST)
+#   - Debian packages: MariaDB + Galera 4 for the Galera lab (mariabackup and socat for SST),
+#     systemd for `systemd-analyze verify` of the unit files in config/systemd
 #   - the project with its test extras
 # MySQL for the Group Replication lab is fetched on first use by tests/lab/mysql_dist.py and
 # cached under ~/.cache/proxysql-checkers-lab.
@@ -9,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 # with their recommended packages, as the lab was proven: the SST scripts look for ss (iproute2)
 # or lsof to watch ports, and use pv
-debs=(mariadb-server galera-4 mariadb-backup mariadb-client socat iproute2 patchelf xz-utils)
+debs=(mariadb-server galera-4 mariadb-backup mariadb-client socat iproute2 patchelf xz-utils systemd)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -22,7 +23,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 PYTHON=${PYTHON:-python3}
-if ! "$PYTHON" -c 'import checker_core, pytest, hypothesis, mysql_mimic' 2>/dev/null \
+if ! "$PYTHON" -c 'import checker_core, pytest, hypothesis, mysql_mimic, prometheus_client, yaml' 2>/dev/null \
    || [ pyproject.toml -nt "$(dirname "$0")/.setup-done" ]; then
   echo "setup: installing the project and its test dependencies"
   "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[test]'

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import queue
 import shutil
+import signal
 import subprocess
+import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,6 +185,54 @@ class Rig:
         for result in results:
             assert result.code == 0, result.stderr
         return results
+
+
+class Daemon:
+    """The daemon as a child process (empty environment but for `env`); its JSON log lines
+    arrive on a queue."""
+
+    def __init__(self, rig: Rig, env: Mapping[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            rig.argv("daemon"),
+            env=dict(env or {}),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.output: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.output.append(line)
+            for entry in parse_logs(line):
+                self.lines.put(entry)
+
+    def next_event(self, event: str, timeout: float = 30.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                entry = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                if self.proc.poll() is not None and self.lines.empty():
+                    break
+                continue
+            if entry.get("event") == event:
+                return entry
+        state = "running" if self.proc.poll() is None else f"exited {self.proc.returncode}"
+        raise AssertionError(
+            f"no {event!r} line from the daemon ({state}):\n{''.join(self.output)}"
+        )
+
+    def next_pass(self, timeout: float = 30.0) -> dict[str, Any]:
+        return self.next_event("pass", timeout)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=PASS_TIMEOUT)
 
 
 def parse_logs(text: str) -> list[dict[str, Any]]:

@@ -8,38 +8,17 @@ from __future__ import annotations
 
 import fcntl
 import os
-import queue
 import signal
 import subprocess
-import threading
-import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from checker_core.model import NodeAddress, ServerStatus
-from tests.integration.rig import HG, PASS_TIMEOUT, Rig, addresses, parse_logs
+from tests.integration.rig import HG, PASS_TIMEOUT, Daemon, Rig
 from tests.lab.process import free_port, wait_until
 
 pytestmark = [pytest.mark.galera, pytest.mark.proxysql]
-
-
-@pytest.fixture
-def nodes(galera: Any) -> list[NodeAddress]:
-    return addresses(galera.nodes)
-
-
-@pytest.fixture
-def rig(
-    galera: Any, proxysql_admin: Any, tmp_path: Path, nodes: list[NodeAddress]
-) -> Iterator[Rig]:
-    rig = Rig("galera-checker", tmp_path, proxysql_admin)
-    n1, n2, n3 = nodes
-    rig.seed({n1: 1000, n2: 500, n3: 100})
-    yield rig
-    rig.close()
 
 
 def snapshot(rig: Rig) -> tuple[object, ...]:
@@ -368,35 +347,6 @@ def test_pause_then_resume(rig: Rig, galera: Any, nodes: list[NodeAddress]) -> N
 
 
 # 15 ------------------------------------------------------------------------------------------
-class Daemon:
-    """The daemon as a child process; its JSON log lines arrive on a queue."""
-
-    def __init__(self, rig: Rig) -> None:
-        self.proc = subprocess.Popen(
-            rig.argv("daemon"), env={}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
-        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            for entry in parse_logs(line):
-                self.lines.put(entry)
-
-    def next_pass(self, timeout: float = 30.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while True:
-            entry = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            if entry.get("event") == "pass":
-                return entry
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=PASS_TIMEOUT)
-
-
 def test_daemon_fails_over_reloads_and_stops(
     rig: Rig, galera: Any, nodes: list[NodeAddress]
 ) -> None:

@@ -17,8 +17,8 @@ import pymysql
 import pytest
 
 from checker_core.model import NodeAddress
-from tests.integration.rig import HG, Rig, addresses
-from tests.integration.test_galera_checker import Daemon, snapshot
+from tests.integration.rig import HG, Daemon, Rig, addresses
+from tests.integration.test_galera_checker import snapshot
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
 from tests.lab.process import free_port, wait_until
 

@@ -320,8 +320,8 @@ class ProxySQLLab:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
 
-    def _start_emulator(self) -> EndpointState:
-        port = process.free_port(LOOPBACK)
+    def _start_emulator(self, port: int | None = None) -> EndpointState:
+        port = port or process.free_port(LOOPBACK)
         self._write_secret(self.password_path, ADMIN_PASSWORD + "\n")
         argv = [
             sys.executable,
@@ -395,6 +395,39 @@ class ProxySQLLab:
         ]
         pid = process.spawn(argv, self.log_path, self.pid_path, cwd=self.real_datadir)
         return EndpointState(KIND_REAL, pid, LOOPBACK, admin_port, mysql_port)
+
+    def _restart_real(self, binary: str, state: EndpointState) -> EndpointState:
+        """Same ports, and no --initial: it starts from the proxysql.db it saved, as a real
+        restart does."""
+        argv = [binary, "-f", "-c", str(self.config_path), "-D", str(self.real_datadir)]
+        pid = process.spawn(argv, self.log_path, self.pid_path, cwd=self.real_datadir)
+        return EndpointState(KIND_REAL, pid, LOOPBACK, state.admin_port, state.mysql_port)
+
+    @contextlib.contextmanager
+    def outage(self) -> Iterator[None]:
+        """The endpoint stopped, its port refusing connections, for the duration of the block;
+        then started again on the same port from the configuration it saved to disk."""
+        with self._locked():
+            state = self._require_state()
+            self._stop_pid(state.pid)
+            process.wait_until(
+                lambda: port_refuses(state.admin_host, state.admin_port),
+                PORT_RELEASE_TIMEOUT,
+                f"admin port {state.admin_port} to close",
+            )
+        try:
+            yield
+        finally:
+            with self._locked():
+                binary = find_proxysql_binary()
+                if state.kind == KIND_REAL and binary is not None:
+                    again = self._restart_real(binary, state)
+                    timeout = READY_TIMEOUT_REAL
+                else:
+                    again = self._start_emulator(state.admin_port)
+                    timeout = READY_TIMEOUT_EMULATOR
+                self._write_state(again)
+                self._wait_ready(again, timeout)
 
     def _stop_pid(self, pid: int) -> None:
         process.stop(pid, timeout=STOP_TIMEOUT)

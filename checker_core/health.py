@@ -1,0 +1,88 @@
+"""Is the daemon doing its job? Healthy while every cluster had a successful pass within
+HEALTHY_INTERVALS intervals; pure, so the rule is tested without a clock or a listener."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from checker_core.runner import Outcome, PassResult
+
+HEALTHY_INTERVALS = 3
+# a pass that got to a decision and did what the mode asked; the others leave ProxySQL unchecked
+SUCCESSFUL = frozenset({Outcome.CHANGED, Outcome.UNCHANGED, Outcome.PAUSED})
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterRecord:
+    """What the daemon remembers of a cluster's passes for /health and /status."""
+
+    last: PassResult
+    finished_at: float
+    last_success_at: float | None
+
+    def after(self, result: PassResult, finished_at: float) -> ClusterRecord:
+        success = finished_at if result.outcome in SUCCESSFUL else self.last_success_at
+        return ClusterRecord(result, finished_at, success)
+
+    @staticmethod
+    def first(result: PassResult, finished_at: float) -> ClusterRecord:
+        success = finished_at if result.outcome in SUCCESSFUL else None
+        return ClusterRecord(result, finished_at, success)
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    healthy: bool
+    reason: str
+    clusters: Mapping[str, Mapping[str, object]]
+
+    def document(self) -> dict[str, object]:
+        return {
+            "status": "ok" if self.healthy else "unhealthy",
+            "reason": self.reason,
+            "clusters": dict(self.clusters),
+        }
+
+
+def judge_health(
+    records: Mapping[str, ClusterRecord | None],
+    interval_s: float,
+    started_at: float,
+    now: float,
+) -> Health:
+    """`records`: every configured cluster, None before its first pass. A cluster with no
+    successful pass yet is measured from the daemon's start, so a fresh daemon is not unhealthy
+    before it had the chance to run."""
+    limit = HEALTHY_INTERVALS * interval_s
+    problems = []
+    clusters: dict[str, dict[str, object]] = {}
+    for name, record in sorted(records.items()):
+        success = record.last_success_at if record else None
+        age = max(0.0, now - (started_at if success is None else success))
+        ok = age <= limit
+        detail: dict[str, object] = {
+            "healthy": ok,
+            "seconds_since_success": None if success is None else round(age, 3),
+            "last_outcome": record.last.outcome.label if record else None,
+            "last_summary": record.last.summary() if record else None,
+        }
+        clusters[name] = detail
+        if ok:
+            continue
+        if record is None:
+            problems.append(f"cluster {name}: no pass finished in {age:.1f} s")
+        elif record.last_success_at is None:
+            problems.append(
+                f"cluster {name}: no successful pass in {age:.1f} s since start; "
+                f"last: {record.last.summary()}"
+            )
+        else:
+            problems.append(
+                f"cluster {name}: last successful pass {age:.1f} s ago "
+                f"(limit {limit:.1f} s = {HEALTHY_INTERVALS} intervals); "
+                f"last: {record.last.summary()}"
+            )
+    if problems:
+        return Health(False, "; ".join(problems), clusters)
+    return Health(True, f"every cluster had a successful pass within {limit:.1f} s", clusters)

@@ -1,0 +1,129 @@
+"""The daemon's metrics, fed with real decisions: the writer gauge, failovers, verdict gauges,
+series of nodes and clusters that went away."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from checker_core.metrics import METRICS, DaemonMetrics, is_failover
+from checker_core.model import NodeAddress
+from tests.unit.daemon_cases import after, failed_pass, galera_pass
+from tests.unit.galera_cases import N1, N2, N3, probe_down, steady
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scrape(metrics: DaemonMetrics) -> Samples:
+    found: Samples = {}
+    text = generate_latest(metrics.registry).decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return found
+
+
+def value(samples: Samples, name: str, **labels: str) -> float | None:
+    return samples.get((name, tuple(sorted(labels.items()))))
+
+
+def writer(samples: Samples, node: NodeAddress) -> float | None:
+    return value(samples, "proxysql_checker_writer", cluster="main", node=str(node))
+
+
+def failovers(samples: Samples) -> float:
+    return value(samples, "proxysql_checker_failovers_total", cluster="main") or 0.0
+
+
+@pytest.mark.parametrize(
+    ("known", "after_pass", "expected"),
+    [
+        ((), (N1,), False),  # the first writer placed
+        ((N1,), (N1,), False),
+        ((N1,), (N2,), True),
+        ((N1,), (), False),  # lost, nobody to take over: not (yet) a failover
+        ((N1,), (N1, N2), False),  # a second writer added
+        ((N1, N2), (N2,), True),  # one of two writers taken out
+    ],
+)
+def test_is_failover(
+    known: tuple[NodeAddress, ...], after_pass: tuple[NodeAddress, ...], expected: bool
+) -> None:
+    assert is_failover(known, after_pass) is expected
+
+
+def test_first_placement_is_not_a_failover_a_writer_death_is() -> None:
+    metrics = DaemonMetrics("galera")
+    first = galera_pass([])  # empty hostgroups: the first pass places everyone
+    metrics.observe(first, 100.0)
+    samples = scrape(metrics)
+    assert (writer(samples, N1), writer(samples, N2), writer(samples, N3)) == (1, 0, 0)
+    assert failovers(samples) == 0
+    assert value(samples, "proxysql_checker_loads_total", cluster="main") == 1
+    assert first.decision is not None
+    changes = value(samples, "proxysql_checker_changes_applied_total", cluster="main")
+    assert changes == len(first.decision.plan.changes) > 0
+
+    died = galera_pass(after(first), {N1: probe_down(N1)})
+    metrics.observe(died, 101.0)
+    samples = scrape(metrics)
+    assert (writer(samples, N1), writer(samples, N2)) == (0, 1)
+    assert failovers(samples) == 1
+    verdict = "proxysql_checker_node_verdict"
+    assert value(samples, verdict, cluster="main", node=str(N1), verdict="down") == 1
+    assert value(samples, verdict, cluster="main", node=str(N1), verdict="healthy") == 0
+    assert value(samples, "proxysql_checker_probe_errors_total", cluster="main", node=str(N1)) == 1
+
+    quiet = galera_pass(after(died), {N1: probe_down(N1)})
+    metrics.observe(quiet, 102.0)
+    assert failovers(scrape(metrics)) == 1, "a pass that changes nothing is no failover"
+
+
+def test_not_applied_pass_reports_the_live_writer() -> None:
+    metrics = DaemonMetrics("galera")
+    paused = galera_pass(steady(N1), {N1: probe_down(N1)}, apply=False)
+    metrics.observe(paused, 100.0)
+    samples = scrape(metrics)
+    assert (writer(samples, N1), writer(samples, N2)) == (1, 0)
+    assert failovers(samples) == 0
+
+
+def test_failed_pass_counts_and_keeps_the_last_known_layout() -> None:
+    metrics = DaemonMetrics("galera")
+    metrics.observe(galera_pass(steady(N1)), 100.0)
+    metrics.observe(failed_pass(), 101.0)
+    samples = scrape(metrics)
+    assert value(samples, "proxysql_checker_passes_total", cluster="main", outcome="failed") == 1
+    assert writer(samples, N1) == 1
+    last = value(samples, "proxysql_checker_last_success_timestamp_seconds", cluster="main")
+    assert last == 100.0, "a failed pass is not a success"
+
+
+def test_nodes_and_clusters_that_go_away_lose_their_series() -> None:
+    metrics = DaemonMetrics("galera")
+    metrics.observe(galera_pass(steady(N1)), 100.0)
+    metrics.observe(galera_pass(steady(N1), cluster="other"), 100.0)
+    assert writer(scrape(metrics), N1) == 1
+    metrics.forget_clusters(["other"])
+    samples = scrape(metrics)
+    assert all(("cluster", "main") not in labels for _, labels in samples)
+    assert value(samples, "proxysql_checker_writer", cluster="other", node=str(N1)) == 1
+
+
+def test_brownout_gauge_only_for_group_replication() -> None:
+    galera = DaemonMetrics("galera")
+    galera.observe(galera_pass(steady(N1)), 100.0)
+    assert not any(name == "proxysql_checker_brownout_seconds" for name, _ in scrape(galera))
+    gr = DaemonMetrics("gr")
+    gr.observe(galera_pass(steady(N1)), 100.0)
+    seconds = value(scrape(gr), "proxysql_checker_brownout_seconds", cluster="main", node=str(N1))
+    assert seconds == 0
+
+
+def test_every_declared_metric_is_served() -> None:
+    metrics = DaemonMetrics("gr")
+    metrics.observe(galera_pass(steady(N1)), 100.0)
+    text = generate_latest(metrics.registry).decode()
+    for spec in METRICS:
+        assert f"\n# HELP {spec.exposed} " in text, spec.name
