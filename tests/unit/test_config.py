@@ -165,6 +165,22 @@ def test_env_password_overrides_file(write_config: WriteConfig) -> None:
             ("offline_hostgroup = 9100", 'offline_hostgroup = 9100\nbrownout = "hold"'),
             "cluster[0].brownout: only gr-checker uses this key",
         ),
+        (
+            ("[run]\n", '[run]\nmetrics_listen = "9140"\n'),
+            "run.metrics_listen: '9140' is not HOST:PORT (e.g. 127.0.0.1:9140)",
+        ),
+        (
+            ("[run]\n", '[run]\nmetrics_listen = "127.0.0.1:99999"\n'),
+            "run.metrics_listen: '127.0.0.1:99999': port 99999 is not between 1 and 65535",
+        ),
+        (
+            ("[run]\n", '[run]\nmetrics_listen = "::1:9140"\n'),
+            "run.metrics_listen: '::1:9140': write an IPv6 address in brackets, e.g. [::1]:9140",
+        ),
+        (
+            ("[run]\n", '[run]\nlog_stream = "file"\n'),
+            "run.log_stream: must be one of stderr, stdout, got 'file'",
+        ),
     ],
 )
 def test_each_mistake_names_its_key(
@@ -173,6 +189,25 @@ def test_each_mistake_names_its_key(
     old, new = edit
     assert old in GOOD
     assert problems_of(write_config(GOOD.replace(old, new, 1))) == [expected]
+
+
+@pytest.mark.parametrize(
+    ("text", "host", "port", "url"),
+    [
+        ("127.0.0.1:9140", "127.0.0.1", 9140, "http://127.0.0.1:9140/health"),
+        ("0.0.0.0:9140", "0.0.0.0", 9140, "http://127.0.0.1:9140/health"),  # noqa: S104 (parsed, not bound)
+        ("[::]:1", "::", 1, "http://[::1]:1/health"),
+        ("[::1]:9140", "::1", 9140, "http://[::1]:9140/health"),
+        ("checker.local:80", "checker.local", 80, "http://checker.local:80/health"),
+    ],
+)
+def test_metrics_listen_addresses(
+    write_config: WriteConfig, text: str, host: str, port: int, url: str
+) -> None:
+    path = write_config(GOOD.replace("[run]\n", f'[run]\nmetrics_listen = "{text}"\n'))
+    listen = load(path, Checker.GALERA, env={}).run.metrics_listen
+    assert listen is not None
+    assert (listen.host, listen.port, listen.url("/health")) == (host, port, url)
 
 
 def test_gr_rejects_galera_only_keys(write_config: WriteConfig) -> None:

@@ -6,7 +6,12 @@ import io
 import json
 from typing import Any
 
-from checker_core.logs import JsonLines, get_logger
+import pytest
+
+from checker_core.logs import get_logger
+from checker_core.report import log_pass
+from tests.unit.daemon_cases import failed_pass, galera_pass
+from tests.unit.galera_cases import N1, probe_down
 
 
 def lines(stream: io.StringIO) -> list[dict[str, Any]]:
@@ -32,23 +37,37 @@ def test_lean_writer_matches_structlog() -> None:
         assert x == y
 
 
-def test_field_names_are_stable() -> None:
+# The contract dashboards and alerts are built on (docs/daemon.md, "Log lines"): renaming or
+# dropping one of these is a breaking change, so they are spelled out here, not imported.
+NODE_FIELDS = {
+    "event", "level", "ts", "checker", "cluster", "pass_id", "node", "verdict", "reason",
+    "duration_ms",
+}  # fmt: skip
+PASS_FIELDS = {
+    "event", "level", "ts", "checker", "cluster", "pass_id", "outcome", "duration_ms", "writers",
+    "verdicts", "change", "loaded", "reason", "summary",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["lean", "structlog"])
+def test_field_names_of_real_pass_lines_are_stable(lean: bool) -> None:
     out = io.StringIO()
-    emit(JsonLines(out, 10, {"checker": "galera"}))
-    node, summary, state = lines(out)
-    assert set(node) == {
-        "checker",
-        "cluster",
-        "pass_id",
-        "node",
-        "verdict",
-        "reason",
-        "event",
-        "level",
-        "ts",
-    }
-    assert {"event", "cluster", "pass_id", "duration_ms", "change", "verdicts"} <= set(summary)
-    assert (node["event"], summary["event"], state["level"]) == ("node", "pass", "warning")
+    log = get_logger("json", "debug", lean=lean, stream=out, checker="galera")
+    changed = galera_pass([], {N1: probe_down(N1)})
+    log_pass(log, changed)
+    log_pass(log, failed_pass())
+    node, *_, summary, failed = lines(out)
+    assert set(node) == NODE_FIELDS
+    assert (node["event"], node["node"], node["verdict"]) == ("node", str(N1), "down")
+    assert isinstance(node["duration_ms"], float)
+    assert set(summary) == PASS_FIELDS
+    assert summary["event"] == "pass"
+    assert summary["outcome"] == "changed"
+    assert summary["change"] and all(isinstance(c, str) for c in summary["change"])
+    assert summary["reason"] is None
+    assert set(failed) == PASS_FIELDS
+    assert (failed["outcome"], failed["level"]) == ("failed", "warning")
+    assert failed["reason"] == "cannot reach ProxySQL admin"
 
 
 def test_level_filter() -> None:

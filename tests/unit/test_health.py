@@ -1,0 +1,59 @@
+"""/health's rule: healthy while every cluster had a successful pass within 3 intervals."""
+
+from __future__ import annotations
+
+import pytest
+
+from checker_core.health import ClusterRecord, judge_health
+from checker_core.runner import Outcome, PassResult
+
+INTERVAL = 2.0
+START = 1000.0
+
+
+def result(outcome: Outcome, cluster: str = "main") -> PassResult:
+    return PassResult(cluster, "p", outcome, 3.0, outcome.label)
+
+
+def history(*passes: tuple[float, Outcome]) -> ClusterRecord | None:
+    record: ClusterRecord | None = None
+    for at, outcome in passes:
+        done = result(outcome)
+        record = ClusterRecord.first(done, at) if record is None else record.after(done, at)
+    return record
+
+
+@pytest.mark.parametrize(
+    ("passes", "now", "healthy"),
+    [
+        ((), START + 5.9, True),  # just started: measured from the start
+        ((), START + 6.1, False),  # no pass finished in 3 intervals: stuck
+        (((START + 1, Outcome.UNCHANGED),), START + 7.0, True),
+        (((START + 1, Outcome.CHANGED),), START + 7.1, False),  # the last success is too old
+        (((START + 1, Outcome.PAUSED),), START + 2, True),  # paused on purpose is fine
+        (((START + 1, Outcome.UNCHANGED), (START + 3, Outcome.FAILED)), START + 6.9, True),
+        (((START + 1, Outcome.UNCHANGED), (START + 7, Outcome.FAILED)), START + 7.5, False),
+        (((START + 1, Outcome.FAILED),), START + 5.0, True),  # within the start grace
+        (((START + 1, Outcome.BAD_INPUT),), START + 6.5, False),
+        (((START + 1, Outcome.BUSY),), START + 6.5, False),  # someone else holds the lock
+        (((START + 1, Outcome.FAILED), (START + 7, Outcome.UNCHANGED)), START + 8, True),
+    ],
+)
+def test_health_rule(passes: tuple[tuple[float, Outcome], ...], now: float, healthy: bool) -> None:
+    health = judge_health({"main": history(*passes)}, INTERVAL, START, now)
+    assert health.healthy is healthy, health.reason
+    assert health.document()["status"] == ("ok" if healthy else "unhealthy")
+    assert ("cluster main" in health.reason) is (not healthy)
+
+
+def test_one_bad_cluster_makes_the_daemon_unhealthy_and_is_named() -> None:
+    good = ClusterRecord.first(result(Outcome.UNCHANGED, "a"), START + 10)
+    bad = ClusterRecord.first(result(Outcome.FAILED, "b"), START + 10)
+    health = judge_health({"a": good, "b": bad}, INTERVAL, START, START + 11)
+    assert not health.healthy
+    assert "cluster b" in health.reason
+    assert "cluster a" not in health.reason
+    clusters = health.document()["clusters"]
+    assert isinstance(clusters, dict)
+    assert clusters["a"]["healthy"] is True
+    assert clusters["b"]["last_outcome"] == "failed"
