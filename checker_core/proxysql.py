@@ -70,6 +70,9 @@ class ApplyResult:
     staged: int  # statements written to the staging area
     loaded: bool
     saved: bool
+    # the change is live but SAVE ... TO DISK failed: a ProxySQL restart would load the old rows
+    # from disk until a later pass saves again
+    save_error: str | None = None
 
 
 def _select(table: str, count: int, tag: str | None = None) -> str:
@@ -233,14 +236,15 @@ class AdminClient:
             self.execute(LOAD_SERVERS.sql)
         except AdminQueryFailed as exc:
             raise ApplyFailed(f"LOAD MYSQL SERVERS TO RUNTIME failed: {exc}") from None
-        saved = False
-        if persist:
-            try:
-                self.execute(SAVE_SERVERS.sql)
-                saved = True
-            except AdminQueryFailed as exc:
-                raise ApplyFailed(f"loaded, but SAVE MYSQL SERVERS TO DISK failed: {exc}") from None
-        return ApplyResult(staged=staged, loaded=True, saved=saved)
+        if not persist:
+            return ApplyResult(staged=staged, loaded=True, saved=False)
+        try:
+            self.execute(SAVE_SERVERS.sql)
+        except AdminQueryFailed as exc:
+            # not a failed apply: the rows are live, and saying otherwise would mislead
+            failure = f"loaded, but SAVE MYSQL SERVERS TO DISK failed: {exc}"
+            return ApplyResult(staged=staged, loaded=True, saved=False, save_error=failure)
+        return ApplyResult(staged=staged, loaded=True, saved=True)
 
     def _restore_staging(self, hostgroups: Sequence[int]) -> None:
         """Best effort: put the live rows back into staging so nobody LOADs our half-write.

@@ -6,6 +6,7 @@ the reads and the apply is checker_core.decide, which is pure.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 import threading
@@ -197,8 +198,16 @@ class PassRunner:
 
         if mode is not Mode.APPLY:
             return self._guarded(cluster, mode, started, result)
-        self.store.ensure_dir()
-        with cluster_lock(self.store.lock_path(cluster.name)) as held:
+        with contextlib.ExitStack() as stack:
+            try:
+                self.store.ensure_dir()
+                held = stack.enter_context(cluster_lock(self.store.lock_path(cluster.name)))
+            except OSError as exc:
+                return result(
+                    Outcome.BAD_INPUT,
+                    f"bad input, nothing changed: run.state_dir {self.store.state_dir}: "
+                    f"cannot create or write its lock file ({exc.strerror or exc})",
+                )
             if not held:
                 return result(Outcome.BUSY, "another pass holds the lock; skipped")
             return self._guarded(cluster, mode, started, result)
@@ -288,6 +297,8 @@ class PassRunner:
         applied = admin.apply(decision.plan, self.settings.run.persist, rows.staging)
         self.store.save(cluster.name, decision.memory)
         outcome = Outcome.CHANGED if applied.loaded else Outcome.UNCHANGED
+        if applied.save_error:
+            extra["warnings"] = (*warnings, applied.save_error)
         return result(outcome, outcome.label, statements=statements, applied=applied, **extra)
 
 

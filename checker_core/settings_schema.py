@@ -273,7 +273,8 @@ KEYS: tuple[Key, ...] = (
         "writer_is_also_reader",
         int,
         1,
-        "0: the writer does not read; 1: it reads too; 2: only backup writers read.",
+        "0: writers and backup writers do not read; 1: every healthy node reads, writers too; "
+        "2: every healthy node but the writer(s) reads. Nobody left to read: the writer reads.",
         minimum=0,
         maximum=2,
     ),
