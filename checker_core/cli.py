@@ -354,6 +354,9 @@ def install_scheduler_command(
     )
 
 
+DEFAULT_LISTEN = "127.0.0.1:9140"
+
+
 @click.command("healthcheck")
 @click.option(
     "--listen",
@@ -386,9 +389,6 @@ def healthcheck_command(inv: Invocation, listen: str | None, timeout_s: float) -
         fail(exc.read().decode(errors="replace").strip() or f"{url}: {exc}", Exit.FAILED)
     except OSError as exc:
         fail(f"{url}: no answer ({exc})", Exit.FAILED)
-
-
-DEFAULT_LISTEN = "127.0.0.1:9140"
 
 
 def _known_cluster(settings: Settings, name: str | None) -> None:

@@ -1,4 +1,4 @@
-"""Is the daemon doing its job? Healthy while every cluster had a successful pass within
+"""Is the daemon doing its job? Healthy while every cluster's last successful pass ended within
 HEALTHY_INTERVALS intervals; pure, so the rule is tested without a clock or a listener."""
 
 from __future__ import annotations
@@ -51,16 +51,16 @@ def judge_health(
     started_at: float,
     now: float,
 ) -> Health:
-    """`records`: every configured cluster, None before its first pass. A cluster with no
-    successful pass yet is measured from the daemon's start, so a fresh daemon is not unhealthy
-    before it had the chance to run."""
+    """`records`: every configured cluster, None before its first pass. Before its first
+    successful pass a cluster is unhealthy: nothing has checked its hostgroups yet, and a
+    readiness probe must not send traffic there (start-up grace is the prober's start period)."""
     limit = HEALTHY_INTERVALS * interval_s
     problems = []
     clusters: dict[str, dict[str, object]] = {}
     for name, record in sorted(records.items()):
         success = record.last_success_at if record else None
         age = max(0.0, now - (started_at if success is None else success))
-        ok = age <= limit
+        ok = success is not None and age <= limit
         detail: dict[str, object] = {
             "healthy": ok,
             "seconds_since_success": None if success is None else round(age, 3),
@@ -71,10 +71,10 @@ def judge_health(
         if ok:
             continue
         if record is None:
-            problems.append(f"cluster {name}: no pass finished in {age:.1f} s")
+            problems.append(f"cluster {name}: no pass finished yet ({age:.1f} s since start)")
         elif record.last_success_at is None:
             problems.append(
-                f"cluster {name}: no successful pass in {age:.1f} s since start; "
+                f"cluster {name}: no successful pass yet ({age:.1f} s since start); "
                 f"last: {record.last.summary()}"
             )
         else:

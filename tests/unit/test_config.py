@@ -350,3 +350,25 @@ def test_config_from_environment_variable(write_config: WriteConfig) -> None:
         build_gr(), ["check-config"], env={**os.environ, "CHECKER_CONFIG": str(path)}
     )
     assert result.exit_code == 0, result.output
+
+
+def test_unusable_state_dir_is_bad_input_before_any_connection(
+    write_config: WriteConfig, tmp_path: Path
+) -> None:
+    from checker_core.exitcodes import Exit
+    from checker_core.runner import Mode, Outcome, PassRunner
+    from galera_checker.cli import kind
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    text = GOOD.replace('state_dir = "{state}"', f'state_dir = "{blocker / "state"}"')
+    # port 1: a pass that got as far as connecting would fail, not report bad input
+    settings = load(write_config(text.replace("port = 6032", "port = 1")), Checker.GALERA, env={})
+    runner = PassRunner(settings, kind())
+    try:
+        (result,) = runner.run_all(Mode.APPLY)
+    finally:
+        runner.close()
+    assert result.outcome is Outcome.BAD_INPUT
+    assert result.outcome.exit_code is Exit.BAD_INPUT
+    assert f"run.state_dir {blocker / 'state'}: cannot create or write" in result.message

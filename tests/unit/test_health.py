@@ -26,14 +26,15 @@ def history(*passes: tuple[float, Outcome]) -> ClusterRecord | None:
 @pytest.mark.parametrize(
     ("passes", "now", "healthy"),
     [
-        ((), START + 5.9, True),  # just started: measured from the start
-        ((), START + 6.1, False),  # no pass finished in 3 intervals: stuck
+        ((), START + 0.1, False),  # nothing has checked the hostgroups yet
+        ((), START + 60, False),
         (((START + 1, Outcome.UNCHANGED),), START + 7.0, True),
         (((START + 1, Outcome.CHANGED),), START + 7.1, False),  # the last success is too old
         (((START + 1, Outcome.PAUSED),), START + 2, True),  # paused on purpose is fine
         (((START + 1, Outcome.UNCHANGED), (START + 3, Outcome.FAILED)), START + 6.9, True),
         (((START + 1, Outcome.UNCHANGED), (START + 7, Outcome.FAILED)), START + 7.5, False),
-        (((START + 1, Outcome.FAILED),), START + 5.0, True),  # within the start grace
+        (((START + 1, Outcome.FAILED),), START + 1.5, False),  # never a success
+        (((START + 1, Outcome.UNCHANGED),), START + 1.5, True),
         (((START + 1, Outcome.BAD_INPUT),), START + 6.5, False),
         (((START + 1, Outcome.BUSY),), START + 6.5, False),  # someone else holds the lock
         (((START + 1, Outcome.FAILED), (START + 7, Outcome.UNCHANGED)), START + 8, True),
