@@ -37,6 +37,8 @@ from checker_core.settings_schema import Checker
 
 # share of max_runtime_ms the probes may use; the rest is for reading and writing ProxySQL
 PROBE_SHARE = 0.6
+# a pass that reaches its probes with less than this share of their time left probes nobody
+MIN_PROBE_SHARE_LEFT = 0.5
 ACCESS_DENIED = "(error 1045)"
 
 
@@ -141,6 +143,7 @@ class PassRunner:
         self.prober = Prober(settings.monitor, kind.probe, persistent)
         self._admin: AdminClient | None = None
         self.clock: Callable[[], float] = time.time
+        self.monotonic: Callable[[], float] = time.monotonic
 
     def admin(self) -> AdminClient:
         if self._admin is None:
@@ -189,11 +192,11 @@ class PassRunner:
         return problems
 
     def run(self, cluster: ClusterSettings, mode: Mode) -> PassResult:
-        started = time.monotonic()
+        started = self.monotonic()
         pass_id = os.urandom(6).hex()
 
         def result(outcome: Outcome, message: str, **extra: object) -> PassResult:
-            duration = (time.monotonic() - started) * 1000
+            duration = (self.monotonic() - started) * 1000
             return PassResult(cluster.name, pass_id, outcome, duration, message, **extra)  # type: ignore[arg-type]
 
         if mode is not Mode.APPLY:
@@ -223,7 +226,7 @@ class PassRunner:
         budget = self.settings.run.max_runtime_ms / 1000
         try:
             if threading.current_thread() is threading.main_thread():
-                with deadline(max(0.001, budget - (time.monotonic() - started))):
+                with deadline(max(0.001, budget - (self.monotonic() - started))):
                     return self._pass(cluster, mode, started, result)
             return self._pass(cluster, mode, started, result)
         except (AdminAccessDenied, BadRows, BadRow) as exc:
@@ -261,7 +264,18 @@ class PassRunner:
                 f"no roster: hostgroups {', '.join(map(str, hostgroups.all))} hold no server; "
                 "add the nodes to the writer/reader hostgroups or the templates",
             )
-        probe_deadline = started + self.settings.run.max_runtime_ms / 1000 * PROBE_SHARE
+        probe_budget = self.settings.run.max_runtime_ms / 1000 * PROBE_SHARE
+        probe_deadline = started + probe_budget
+        left = probe_deadline - self.monotonic()
+        if left < probe_budget * MIN_PROBE_SHARE_LEFT:
+            # a node must not be judged down on a probe the pass left it no time for
+            spent = (self.monotonic() - started) * 1000
+            return result(
+                Outcome.FAILED,
+                f"reading ProxySQL took {spent:.0f} ms of run.max_runtime_ms "
+                f"({self.settings.run.max_runtime_ms}), leaving {max(0.0, left) * 1000:.0f} ms "
+                "to probe; nothing changed",
+            )
         probes = self.prober.probe_all(roster.addresses, probe_deadline)
         if probes and all(p.error and ACCESS_DENIED in p.error for p in probes.values()):
             # a wrong monitor password, not a dead cluster: taking every node out would be

@@ -372,3 +372,52 @@ def test_unusable_state_dir_is_bad_input_before_any_connection(
     assert result.outcome is Outcome.BAD_INPUT
     assert result.outcome.exit_code is Exit.BAD_INPUT
     assert f"run.state_dir {blocker / 'state'}: cannot create or write" in result.message
+
+
+class SlowAdmin:
+    """An admin interface whose read takes `seconds` of the pass's (fake) clock."""
+
+    def __init__(self, clock: list[float], seconds: float) -> None:
+        self.clock, self.seconds = clock, seconds
+        self.applied = False
+
+    def read_rows(self, hostgroups: object) -> object:
+        from tests.unit.galera_cases import rows_of
+
+        self.clock[0] += self.seconds
+        return rows_of([])
+
+    def apply(self, *args: object) -> object:
+        self.applied = True
+        raise AssertionError("a pass without time to probe must not apply anything")
+
+    def close(self) -> None:
+        pass
+
+
+def test_pass_with_no_time_left_to_probe_changes_nothing(
+    write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from checker_core.proxysql import AdminClient
+    from checker_core.runner import Mode, Outcome, PassRunner
+    from galera_checker.cli import kind
+
+    text = GOOD.replace("[run]\n", "[run]\nmax_runtime_ms = 1000\n")
+    settings = load(write_config(text), Checker.GALERA, env={})
+    clock = [100.0]
+    # reading ProxySQL eats 0.5 s of the 1 s pass: 0.1 s of the 0.6 s probe share is left
+    admin = SlowAdmin(clock, 0.5)
+    monkeypatch.setattr(AdminClient, "connect", lambda *args: admin)
+    runner = PassRunner(settings, kind())
+    runner.monotonic = lambda: clock[0]
+    monkeypatch.setattr(runner.prober, "probe_all", lambda *args: pytest.fail("probed"))
+    try:
+        (result,) = runner.run_all(Mode.APPLY)
+    finally:
+        runner.close()
+    assert result.outcome is Outcome.FAILED
+    assert result.message == (
+        "reading ProxySQL took 500 ms of run.max_runtime_ms (1000), leaving 100 ms to probe; "
+        "nothing changed"
+    )
+    assert not admin.applied
