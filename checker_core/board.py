@@ -43,8 +43,8 @@ class Board:
             self._interval_s = settings.run.interval_ms / 1000
             self._hostgroups = {c.name: c.hostgroups for c in settings.clusters}
             self._records = {name: self._records.get(name) for name in self._hostgroups}
-        if self.metrics is not None:
-            self.metrics.forget_clusters(self._hostgroups)
+            if self.metrics is not None:  # under the lock: a scrape may be reading them
+                self.metrics.forget_clusters(self._hostgroups)
 
     def enable_metrics(self) -> None:
         if self.metrics is None:

@@ -9,6 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from checker_core.metrics import METRICS, DaemonMetrics, is_failover
 from checker_core.model import NodeAddress
+from checker_core.runner import Outcome, PassResult
 from tests.unit.daemon_cases import after, failed_pass, galera_pass
 from tests.unit.galera_cases import N1, N2, N3, probe_down, steady
 
@@ -121,9 +122,14 @@ def test_brownout_gauge_only_for_group_replication() -> None:
     assert seconds == 0
 
 
-def test_every_declared_metric_is_served() -> None:
+def test_every_declared_metric_gets_a_sample() -> None:
     metrics = DaemonMetrics("gr")
-    metrics.observe(galera_pass(steady(N1)), 100.0)
-    text = generate_latest(metrics.registry).decode()
+    first = galera_pass([])
+    died = galera_pass(after(first), {N1: probe_down(N1)})
+    busy = PassResult("main", "p3", Outcome.BUSY, 0.1, "another pass holds the lock; skipped")
+    for at, result in enumerate((first, died, busy)):
+        metrics.observe(result, 100.0 + at)
+    names = {name for name, _ in scrape(metrics)}
     for spec in METRICS:
-        assert f"\n# HELP {spec.exposed} " in text, spec.name
+        wanted = {spec.exposed, spec.exposed + "_count"}  # a histogram's samples end in _count
+        assert names & wanted, f"{spec.exposed}: no sample after placement, failover and busy"

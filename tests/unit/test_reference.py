@@ -21,10 +21,10 @@ def test_page_in_docs_is_the_generated_one(page: str) -> None:
     )
 
 
-def test_every_setting_and_metric_has_a_row() -> None:
-    configuration = PAGES["configuration.md"]()
+def test_every_setting_and_metric_has_a_row_in_docs() -> None:
+    configuration = (DOCS / "configuration.md").read_text()
     for key in KEYS:
         assert f"| `{key.name}` |" in configuration, key
-    metrics = PAGES["metrics.md"]()
+    metrics = (DOCS / "metrics.md").read_text()
     for spec in METRICS:
         assert f"| `{spec.exposed}` |" in metrics, spec.name
