@@ -13,11 +13,11 @@ from typing import Any
 
 import pymysql
 
-from checker_core.config import Endpoint, ProxySQLSettings, Secret, load
-from checker_core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
-from checker_core.proxysql import AdminClient
+from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
+from checker_core.edges.proxysql import AdminClient
 from checker_core.runner import CheckerKind, Mode, PassRunner
-from checker_core.settings_schema import Checker
+from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls, load
+from checker_core.settings.schema import Checker
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
 from tests.lab.checker_config import write_checker_config
 from tests.lab.paths import lab_dir
@@ -77,7 +77,7 @@ def daemon_pass_ms(config: Path, checker: Checker, kind: CheckerKind, runs: int)
 
 
 def admin_client(proxysql: ProxySQLLab) -> AdminClient:
-    endpoint = Endpoint(proxysql.admin_user, Secret(proxysql.admin_password), None, 2000, 5000)
+    endpoint = Endpoint(proxysql.admin_user, Secret(proxysql.admin_password), Tls(), 2000, 5000)
     return AdminClient.connect(ProxySQLSettings(proxysql.admin_host, proxysql.admin_port, endpoint))
 
 

@@ -28,8 +28,8 @@ from bench.common import (
     scheduler_pass_ms,
     write_config,
 )
-from checker_core.model import NodeAddress
-from checker_core.settings_schema import Checker
+from checker_core.core.model import NodeAddress
+from checker_core.settings.schema import Checker
 from galera_checker.cli import kind
 from tests.lab.galera import GaleraLab
 from tests.lab.process import wait_until

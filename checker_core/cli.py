@@ -5,7 +5,6 @@ Precedence of settings: config file < environment (CHECKER_*) < command line (--
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -14,13 +13,13 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from checker_core import __version__
+from checker_core import __version__, oneshot
 from checker_core.exitcodes import Exit
-from checker_core.settings_schema import Checker
+from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:
-    from checker_core.config import Settings
     from checker_core.runner import CheckerKind, PassResult
+    from checker_core.settings.config import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,17 +43,10 @@ def fail(message: str, code: Exit) -> NoReturn:
 
 def load_settings(inv: Invocation) -> Settings:
     """Settings, or exit 2 with every problem on its own line."""
-    from checker_core.config import ConfigError, load
-
-    if inv.config is None:
-        fail("no configuration file: pass --config FILE or set CHECKER_CONFIG", Exit.BAD_INPUT)
-    try:
-        return load(inv.config, inv.checker, overrides=inv.overrides)
-    except ConfigError as exc:
-        lines = [f"{inv.config}: {len(exc.problems)} problem(s):"] + [
-            f"  {p}" for p in exc.problems
-        ]
-        fail("\n".join(lines), Exit.BAD_INPUT)
+    settings = oneshot.load_settings(inv.config, inv.checker, inv.overrides, sys.stderr)
+    if isinstance(settings, Exit):
+        sys.exit(int(settings))
+    return settings
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -84,9 +76,7 @@ def make_group(checker: Checker, help_text: str, kind: Callable[[], CheckerKind]
     @config_options
     @click.pass_context
     def group(ctx: click.Context, config: Path | None, overrides: tuple[str, ...]) -> None:
-        env_config = os.environ.get("CHECKER_CONFIG")
-        path = config or (Path(env_config) if env_config else None)
-        ctx.obj = Invocation(checker, path, overrides, kind)
+        ctx.obj = Invocation(checker, oneshot.config_path(config), overrides, kind)
 
     for command in COMMANDS:
         group.add_command(command)
@@ -101,8 +91,13 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
     settings = load_settings(inv.merged(config, overrides))
     click.echo(f"{settings.source}: ok ({inv.checker.command})")
     proxysql = settings.proxysql
-    click.echo(f"  proxysql admin {proxysql.host}:{proxysql.port} as {proxysql.endpoint.user}")
-    click.echo(f"  monitor account {settings.monitor.user}")
+    click.echo(
+        f"  proxysql admin {proxysql.host}:{proxysql.port} as {proxysql.endpoint.user}, "
+        f"ssl_mode {proxysql.endpoint.tls.mode.value}"
+    )
+    click.echo(
+        f"  monitor account {settings.monitor.user}, ssl_mode {settings.monitor.tls.mode.value}"
+    )
     run = settings.run
     click.echo(
         f"  run every {run.interval_ms} ms, max {run.max_runtime_ms} ms per pass, "
@@ -116,12 +111,37 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
             f"templates {hg.config_writer}/{hg.config_reader}, max_writers {cluster.max_writers}, "
             f"writer_is_also_reader {cluster.writer_is_also_reader}"
         )
+    click.echo(f"  ProxySQL Cluster: {_proxysql_cluster_line(settings)}")
     for warning in settings.warnings:
         click.echo(f"warning: {warning}", err=True)
 
 
+def _proxysql_cluster_line(settings: Settings) -> str:
+    """Whether this checker would act; an address its proxy does not list is bad input (exit 2).
+    The one check that asks ProxySQL: an unreachable admin is reported, not an error here."""
+    from checker_core.core.peers import NotAPeer, PeerMemory, choose_actor
+    from checker_core.edges.proxysql import AdminClient, AdminError
+    from checker_core.edges.proxysql_peers import read_cluster_view
+
+    proxysql = settings.proxysql
+    if proxysql.cluster == "off":
+        return "off (this checker acts whatever the peers)"
+    try:
+        with AdminClient.connect(proxysql) as admin:
+            view = read_cluster_view(admin, proxysql.me)
+    except AdminError as exc:
+        return f"not checked ({exc})"
+    if view is None:
+        return "no peers in runtime_proxysql_servers (this checker acts alone)"
+    try:
+        leadership = choose_actor(view, PeerMemory())
+    except NotAPeer as exc:
+        fail(f"{settings.source}: 1 problem(s):\n  {exc}", Exit.BAD_INPUT)
+    return f"this proxy is {proxysql.me}; {leadership.reason}"
+
+
 def _setup_logs(settings: Settings, lean: bool = False) -> Any:
-    from checker_core.logs import get_logger
+    from checker_core.edges.logs import get_logger
 
     run = settings.run
     stream = sys.stdout if run.log_stream == "stdout" else sys.stderr
@@ -131,13 +151,7 @@ def _setup_logs(settings: Settings, lean: bool = False) -> Any:
 
 
 def _run_passes(inv: Invocation, settings: Settings, mode_name: str) -> list[PassResult]:
-    from checker_core.runner import Mode, PassRunner
-
-    runner = PassRunner(settings, inv.kind())
-    try:
-        return runner.run_all(Mode(mode_name))
-    finally:
-        runner.close()
+    return oneshot.run_passes(settings, inv.kind(), mode_name)
 
 
 @click.command("run")
@@ -150,18 +164,17 @@ def run_command(
     inv: Invocation, config: Path | None, overrides: tuple[str, ...], dry_run: bool
 ) -> None:
     """One pass over every cluster, then exit (the scheduler entry)."""
-    from checker_core.report import log_pass, render
+    from checker_core.report import render
     from checker_core.runner import exit_code
 
     settings = load_settings(inv.merged(config, overrides))
-    log = _setup_logs(settings, lean=True)
-    results = _run_passes(inv, settings, "dry_run" if dry_run else "apply")
+    if not dry_run:
+        # what the scheduler runs; oneshot.main runs it without click when the line is plain
+        sys.exit(int(oneshot.run(settings, inv.kind)))
+    results = _run_passes(inv, settings, "dry_run")
     by_name = {c.name: c for c in settings.clusters}
     for result in results:
-        if dry_run:
-            click.echo(render(result, by_name[result.cluster].hostgroups, with_sql=True))
-        else:
-            log_pass(log, result)
+        click.echo(render(result, by_name[result.cluster].hostgroups, with_sql=True))
     sys.exit(int(exit_code(results)))
 
 
@@ -202,9 +215,9 @@ def status_command(
 @click.pass_obj
 def daemon_command(inv: Invocation, config: Path | None, overrides: tuple[str, ...]) -> None:
     """Run passes every run.interval_ms until SIGTERM; SIGHUP reloads the configuration."""
-    from checker_core.config import load
-    from checker_core.daemon import run_daemon
-    from checker_core.listener import ListenError
+    from checker_core.service.daemon import run_daemon
+    from checker_core.service.listener import ListenError
+    from checker_core.settings.config import load
 
     merged = inv.merged(config, overrides)
     settings = load_settings(merged)
@@ -234,14 +247,14 @@ def adopt_command(
     inv: Invocation, config: Path | None, overrides: tuple[str, ...], force: bool, dry_run: bool
 ) -> None:
     """Build the roster templates from the rows the operator already has in the hostgroups."""
-    from checker_core.proxysql import (
+    from checker_core.core.roster import adopt_templates
+    from checker_core.edges.proxysql import (
         LOAD_SERVERS,
         SAVE_SERVERS,
         AdminClient,
         AdminError,
         staging_statements,
     )
-    from checker_core.roster import adopt_templates
 
     settings = load_settings(inv.merged(config, overrides))
     try:
@@ -295,7 +308,7 @@ def pause_command(
     reason: str,
 ) -> None:
     """Passes observe and log, and change nothing, until resume."""
-    from checker_core.memory import StateStore
+    from checker_core.edges.memory import StateStore
 
     settings = load_settings(inv.merged(config, overrides))
     _known_cluster(settings, cluster_name)
@@ -313,7 +326,7 @@ def resume_command(
     inv: Invocation, config: Path | None, overrides: tuple[str, ...], cluster_name: str | None
 ) -> None:
     """Undo pause."""
-    from checker_core.memory import StateStore
+    from checker_core.edges.memory import StateStore
 
     settings = load_settings(inv.merged(config, overrides))
     _known_cluster(settings, cluster_name)
@@ -330,7 +343,7 @@ def install_scheduler_command(
     inv: Invocation, config: Path | None, overrides: tuple[str, ...], apply_row: bool
 ) -> None:
     """Print (or with --apply, install) the ProxySQL scheduler row for this config file."""
-    from checker_core.proxysql import AdminClient, AdminError
+    from checker_core.edges.proxysql import AdminClient, AdminError
     from checker_core.scheduler import existing_row_id, install_statements, scheduler_row
 
     merged = inv.merged(config, overrides)
@@ -372,7 +385,7 @@ def healthcheck_command(inv: Invocation, listen: str | None, timeout_s: float) -
     import urllib.error
     import urllib.request
 
-    from checker_core.listen import ListenAddress
+    from checker_core.service.listen import ListenAddress
 
     if listen is None and inv.config is not None:
         configured = load_settings(inv).run.metrics_listen
@@ -398,7 +411,7 @@ def _known_cluster(settings: Settings, name: str | None) -> None:
 
 
 def _admin_exit(exc: Exception) -> Exit:
-    from checker_core.proxysql import AdminAccessDenied
+    from checker_core.edges.proxysql import AdminAccessDenied
 
     return Exit.BAD_INPUT if isinstance(exc, AdminAccessDenied) else Exit.FAILED
 

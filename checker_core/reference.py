@@ -1,4 +1,4 @@
-"""The reference pages that must not drift from the code: every setting (from settings_schema)
+"""The reference pages that must not drift from the code: every setting (from settings.schema)
 and every metric (from metrics.METRICS). tests/unit/test_reference.py fails when a page in docs/
 differs from what this module renders.
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from checker_core.settings_schema import (
+from checker_core.settings.schema import (
     ENV_PREFIX,
     KEYS,
     REQUIRED,
@@ -76,7 +76,7 @@ def configuration_page() -> str:
     lines = [
         "# Configuration reference",
         "",
-        GENERATED.format(source="`checker_core/settings_schema.py`"),
+        GENERATED.format(source="`checker_core/settings/schema.py`"),
         "",
         "A TOML file (`--config FILE` or `$CHECKER_CONFIG`) holds the settings. An environment",
         "variable overrides the file, and `--set KEY=VALUE` (e.g. `--set run.log_level=debug`,",
@@ -108,12 +108,12 @@ def configuration_page() -> str:
 
 
 def metrics_page() -> str:
-    from checker_core.metrics import METRICS, PREFIX
+    from checker_core.service.metrics import METRICS, PREFIX
 
     lines = [
         "# Metrics reference",
         "",
-        GENERATED.format(source="`checker_core/metrics.py`"),
+        GENERATED.format(source="`checker_core/service/metrics.py`"),
         "",
         "Served by the daemon on `/metrics` when `run.metrics_listen` is set (Prometheus text",
         f"format). Every name starts with `{PREFIX}`; the `process_*` metrics of the Python",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from checker_core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
-from checker_core.runner import PassResult
+from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
+from checker_core.runner import Outcome, PassResult
 
 _SHORT = {
     ServerStatus.ONLINE: "",
@@ -86,6 +86,7 @@ def status_record(result: PassResult, hostgroups: Hostgroups) -> dict[str, Any]:
         "cluster": result.cluster,
         "pass_id": result.pass_id,
         "outcome": result.outcome.label,
+        "role": result.role.label if result.role else None,
         "summary": result.summary(),
         "duration_ms": round(result.duration_ms, 1),
         "writers": [str(n) for n in result.writers],
@@ -131,7 +132,12 @@ def render(result: PassResult, hostgroups: Hostgroups, with_sql: bool) -> str:
         lines += ["", "changes:" if changes else "changes: none"]
         lines += [f"  {change.describe()}" for change in changes]
         if with_sql:
-            lines += ["", "SQL:" if result.statements else "SQL: none (ProxySQL already matches)"]
+            if result.outcome is Outcome.BLIND:
+                lines += ["", "SQL: none (no node answered: a blind pass changes nothing)"]
+            elif result.statements:
+                lines += ["", "SQL:"]
+            else:
+                lines += ["", "SQL: none (ProxySQL already matches)"]
             lines += [f"  {s.render()}" for s in result.statements]
     for warning in result.warnings:
         lines.append(f"warning: {warning}")
@@ -153,12 +159,13 @@ def log_pass(log: Any, result: PassResult) -> None:
                 duration_ms=round(probe.elapsed_ms, 1) if probe else None,
             )
     changes = [c.describe() for c in result.decision.plan.changes] if result.decision else []
-    method = "warning" if result.outcome.exit_code else "info"
+    method = "warning" if result.outcome.exit_code or result.outcome is Outcome.BLIND else "info"
     getattr(log, method)(
         "pass",
         cluster=result.cluster,
         pass_id=result.pass_id,
         outcome=result.outcome.label,
+        role=result.role.label if result.role else None,
         duration_ms=round(result.duration_ms, 1),
         writers=[str(n) for n in result.writers],
         verdicts=result.verdict_counts(),

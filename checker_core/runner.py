@@ -1,7 +1,7 @@
 """One pass per cluster (read -> probe -> decide -> apply -> report) and the daemon's cadence.
 
 Side effects live here and in proxysql.py, backend.py, memory.py, lock.py; everything between
-the reads and the apply is checker_core.decide, which is pure.
+the reads and the apply is checker_core.core.decide, which is pure.
 """
 
 from __future__ import annotations
@@ -15,15 +15,16 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from checker_core.backend import ProbeFn, Prober
-from checker_core.brownout import BrownoutReport, brownout_report
-from checker_core.config import ClusterSettings, Settings
-from checker_core.decide import Decision, Policy, ProbeResult, decide, view_of
-from checker_core.exitcodes import Exit
-from checker_core.lock import PassTimeout, cluster_lock, deadline
-from checker_core.memory import StateStore
-from checker_core.model import BadRow, NodeAddress
-from checker_core.proxysql import (
+from checker_core.core.brownout import BrownoutReport, brownout_report
+from checker_core.core.decide import Decision, Policy, decide, view_of
+from checker_core.core.model import BadRow, NodeAddress
+from checker_core.core.peers import ALONE, Leadership, NotAPeer, PeerMemory, Role, choose_actor
+from checker_core.core.probes import ProbeResult
+from checker_core.core.roster import BadRows, LiveLayout
+from checker_core.edges.backend import ProbeFn, Prober
+from checker_core.edges.lock import PassTimeout, cluster_lock, deadline
+from checker_core.edges.memory import StateStore
+from checker_core.edges.proxysql import (
     AdminAccessDenied,
     AdminClient,
     AdminError,
@@ -32,14 +33,18 @@ from checker_core.proxysql import (
     Statement,
     plan_statements,
 )
-from checker_core.roster import BadRows, LiveLayout
-from checker_core.settings_schema import Checker
+from checker_core.edges.proxysql_peers import read_cluster_view
+from checker_core.exitcodes import Exit
+from checker_core.settings.config import ClusterSettings, Settings
+from checker_core.settings.schema import Checker
 
 # share of max_runtime_ms the probes may use; the rest is for reading and writing ProxySQL
 PROBE_SHARE = 0.6
 # a pass that reaches its probes with less than this share of their time left probes nobody
 MIN_PROBE_SHARE_LEFT = 0.5
 ACCESS_DENIED = "(error 1045)"
+# how often a daemon whose proxy had no ProxySQL Cluster peers looks for them again
+PEERS_RECHECK_S = 5.0
 
 
 class Mode(enum.Enum):
@@ -54,6 +59,13 @@ class Outcome(enum.Enum):
     PLANNED = ("planned", Exit.OK)  # dry-run / status: computed, not applied
     PAUSED = ("paused", Exit.OK)
     BUSY = ("busy", Exit.OK)
+    # no node answered: nothing changed, nothing counted; not a failure of the run itself (the
+    # scheduler must not see a crash), but not a check either: /health counts these in a row
+    BLIND = ("blind", Exit.OK)
+    # a ProxySQL Cluster peer's checker acts: this one probed and judged, and wrote nothing
+    STANDBY = ("standby", Exit.OK)
+    # acting, but the cluster saw a LOAD in this same second: the changes go in the next pass
+    DEFERRED = ("deferred", Exit.OK)
     FAILED = ("failed", Exit.FAILED)
     BAD_INPUT = ("bad_input", Exit.BAD_INPUT)
 
@@ -84,6 +96,11 @@ class PassResult:
     statements: tuple[Statement, ...] = ()
     applied: ApplyResult | None = None
     warnings: tuple[str, ...] = ()
+    leadership: Leadership | None = None
+
+    @property
+    def role(self) -> Role | None:
+        return self.leadership.role if self.leadership else None
 
     @property
     def writers(self) -> tuple[NodeAddress, ...]:
@@ -121,10 +138,32 @@ class PassResult:
             action = f"paused, {changes} change(s) not applied"
         elif self.outcome is Outcome.PLANNED:
             action = f"{changes} change(s) planned, not applied"
+        elif self.outcome is Outcome.BLIND:
+            action = self.decision.sight.reason
+        elif self.outcome is Outcome.STANDBY and self.leadership is not None:
+            action = f"{self.leadership.reason}; {changes} change(s) seen, not applied"
+        elif self.outcome is Outcome.DEFERRED:
+            action = f"{changes} change(s) not applied yet: {self.message}"
         else:
             action = self.message
         counts = ", ".join(f"{k} {v}" for k, v in self.verdict_counts().items())
         notes = "".join(f"; {b.describe()}" for b in self.brownouts())
+        if self.decision.sight.reason and self.outcome is not Outcome.BLIND:
+            notes += f"; {self.decision.sight.reason}"
+        if self.role is Role.ACTING and self.leadership is not None:
+            notes += f"; {self.leadership.reason}"
+        if self.leadership is not None and self.leadership.split:
+            notes += "; ProxySQL Cluster split (see warning)"
+        shunned = [
+            n for n in (self.layout.shunned_writers if self.layout else ()) if n in self.writers
+        ]
+        if shunned:
+            notes += (
+                f"; writer {', '.join(map(str, shunned))} SHUNNED by ProxySQL itself "
+                "(left for ProxySQL to bring back)"
+            )
+        if self.decision.assignment.why_readers:
+            notes += f"; {self.decision.assignment.why_readers}"
         if self.decision.adopted:
             nodes = len({r.node for r in self.decision.adopted})
             hostgroups = sorted({r.hostgroup_id for r in self.decision.adopted})
@@ -142,6 +181,8 @@ class PassRunner:
         self.store = StateStore(settings.run.state_dir, kind.checker)
         self.prober = Prober(settings.monitor, kind.probe, persistent)
         self._admin: AdminClient | None = None
+        self._peers: PeerMemory | None = None
+        self._alone_until = 0.0  # monotonic: the daemon found no peers; asks again after this
         self.clock: Callable[[], float] = time.time
         self.monotonic: Callable[[], float] = time.monotonic
 
@@ -155,6 +196,43 @@ class PassRunner:
             self._admin.close()
             self._admin = None
         self.prober.close()
+
+    def _leadership(self, admin: AdminClient, remember: bool) -> Leadership:
+        """This checker's role among the ProxySQL Cluster's checkers (ALONE without peers)."""
+        proxysql = self.settings.proxysql
+        if proxysql.cluster == "off":
+            return ALONE
+        if self.persistent and self.monotonic() < self._alone_until:
+            return ALONE  # the daemon asked a moment ago; a steady pass costs no extra query
+        view = read_cluster_view(admin, proxysql.me)
+        if view is None:
+            if self.persistent:
+                self._alone_until = self.monotonic() + PEERS_RECHECK_S
+            return ALONE
+        if self._peers is None:  # a scheduler pass, or the daemon's first: from the state file
+            self._peers = self.store.load_peers(proxysql.me)
+        leadership = choose_actor(view, self._peers)
+        if remember:
+            self._peers = leadership.memory
+            self.store.save_peers(proxysql.me, leadership.memory)
+        return leadership
+
+    def warm_up(self) -> int:
+        """Open the daemon's connections (ProxySQL, every node in the clusters' hostgroups)
+        outside any pass deadline, so the first pass after a start or reload is not blind for
+        want of connects, which cost far more than a steady pass. Returns how many nodes
+        answered; a failure here is left for the first pass to report."""
+        hostgroups = {h for c in self.settings.clusters for h in c.hostgroups.all}
+        try:
+            rows = self.admin().read_rows(hostgroups).runtime
+        except (AdminError, BadRow):
+            self._drop_admin()
+            return 0
+        nodes = sorted({r.node for r in rows})
+        monitor = self.settings.monitor
+        budget = (monitor.connect_timeout_ms + monitor.read_timeout_ms) / 1000
+        probes = self.prober.probe_all(nodes, self.monotonic() + budget)
+        return sum(1 for p in probes.values() if p.answered)
 
     def run_all(self, mode: Mode) -> list[PassResult]:
         clusters = self.settings.clusters
@@ -229,7 +307,7 @@ class PassRunner:
                 with deadline(max(0.001, budget - (self.monotonic() - started))):
                     return self._pass(cluster, mode, started, result)
             return self._pass(cluster, mode, started, result)
-        except (AdminAccessDenied, BadRows, BadRow) as exc:
+        except (AdminAccessDenied, BadRows, BadRow, NotAPeer) as exc:
             return result(Outcome.BAD_INPUT, f"bad input, nothing changed: {exc}")
         except ApplyFailed as exc:
             self._drop_admin()
@@ -300,10 +378,25 @@ class PassRunner:
             now=self.clock(),
         )
         warnings = (warning,) if warning else ()
-        statements = plan_statements(decision.plan, rows.staging, self.settings.run.persist)
         extra = {"decision": decision, "layout": layout, "probes": probes, "warnings": warnings}
+        if decision.blind:
+            # no LOAD, no staging repair, no counter saved: the pass saw nothing to act on
+            return result(Outcome.BLIND, decision.sight.reason, **extra)
+        statements = plan_statements(decision.plan, rows.staging, self.settings.run.persist)
+        leadership = self._leadership(admin, remember=mode is Mode.APPLY)
+        extra["leadership"] = leadership
+        if leadership.split:
+            extra["warnings"] = (*warnings, leadership.split)
         if mode is not Mode.APPLY:
             return result(Outcome.PLANNED, "planned", statements=statements, **extra)
+        if not leadership.acts:
+            # never a LOAD from a standby, even when its proxy's rows differ: two LOADs on two
+            # peers in the same second split a ProxySQL Cluster for good
+            self.store.save(cluster.name, decision.memory)
+            return result(Outcome.STANDBY, leadership.reason, statements=statements, **extra)
+        if leadership.load_wait and decision.plan.needs_load:
+            self.store.save(cluster.name, decision.memory)
+            return result(Outcome.DEFERRED, leadership.load_wait, statements=statements, **extra)
         paused = self.store.paused(cluster.name)
         if paused is not None:
             self.store.save(cluster.name, decision.memory)

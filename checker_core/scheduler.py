@@ -7,8 +7,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from checker_core.proxysql import AdminClient, Statement
-from checker_core.settings_schema import Checker
+from checker_core.edges.proxysql import AdminClient, Statement
+from checker_core.settings.schema import Checker
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import click
+import sys
+from typing import TYPE_CHECKING
 
-from checker_core.cli import make_group
 from checker_core.runner import CheckerKind
-from checker_core.settings_schema import Checker
+from checker_core.settings.schema import Checker
+
+if TYPE_CHECKING:
+    import click
 
 
 def kind() -> CheckerKind:
@@ -17,9 +20,17 @@ def kind() -> CheckerKind:
 
 
 def build() -> click.Group:
+    from checker_core.cli import make_group
+
     help_text = "Keep ProxySQL's hostgroups right for a Galera / Percona XtraDB Cluster."
     return make_group(Checker.GALERA, help_text, kind)
 
 
 def main() -> None:
+    from checker_core import oneshot
+
+    # the scheduler's plain `run` needs no click; every other command line goes through it
+    code = oneshot.main(sys.argv[1:], Checker.GALERA, kind)
+    if code is not None:
+        oneshot.exit_now(code)
     build()()

@@ -10,13 +10,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from checker_core.config import ClusterSettings
-from checker_core.decide import ProbeResult
-from checker_core.hysteresis import NodeMemory, lagging
-from checker_core.model import NodeAddress
-from checker_core.roster import LiveLayout, Roster
-from checker_core.verdict import State, Verdict
-from checker_core.writers import WriterRules, writers_by_weight
+from checker_core.core.hysteresis import NodeMemory, lagging
+from checker_core.core.model import NodeAddress
+from checker_core.core.probes import ProbeResult, unreachable
+from checker_core.core.roster import LiveLayout, Roster
+from checker_core.core.verdict import State, Verdict
+from checker_core.core.writers import WriterRules, writers_by_weight
+from checker_core.settings.config import ClusterSettings
 
 _SEGMENT = re.compile(r"(?:^|;)\s*gmcast\.segment\s*=\s*(\d+)")
 
@@ -61,13 +61,13 @@ class GaleraFacts:
 def judge(
     node: NodeAddress,
     facts: GaleraFacts | None,
-    error: str | None,
+    probe: ProbeResult | None,
     max_transactions_behind: int,
     was_lagging: bool,
 ) -> Verdict:
     """G1-G9, first match wins."""
     if facts is None:
-        return Verdict(node, State.DOWN, f"unreachable: {error or 'no answer'}")  # G1
+        return unreachable(node, probe)  # G1
     segment = facts.segment
     queue = facts.recv_queue
     writable = not facts.read_only
@@ -118,7 +118,7 @@ def judge(
 
 
 class GaleraPolicy:
-    """The Galera rules behind checker_core.decide's Policy protocol."""
+    """The Galera rules behind checker_core.core.decide's Policy protocol."""
 
     def judge_all(
         self,
@@ -131,9 +131,7 @@ class GaleraPolicy:
             facts = probe.facts if isinstance(probe.facts, GaleraFacts) else None
             remembered = memory.get(node)
             was_lagging = remembered.lagging if remembered else False
-            verdicts[node] = judge(
-                node, facts, probe.error, cluster.max_transactions_behind, was_lagging
-            )
+            verdicts[node] = judge(node, facts, probe, cluster.max_transactions_behind, was_lagging)
         return verdicts
 
     def choose_writers(

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from checker_core.config import ClusterSettings
-from checker_core.decide import ProbeResult
-from checker_core.hysteresis import NodeMemory, lagging
-from checker_core.model import NodeAddress
-from checker_core.roster import LiveLayout, Roster
-from checker_core.verdict import State, Verdict
-from checker_core.writers import WriterRules, writers_by_weight
+from checker_core.core.hysteresis import NodeMemory, lagging
+from checker_core.core.model import NodeAddress
+from checker_core.core.probes import ProbeResult, unreachable
+from checker_core.core.roster import LiveLayout, Roster
+from checker_core.core.verdict import State, Verdict
+from checker_core.core.writers import WriterRules, writers_by_weight
+from checker_core.settings.config import ClusterSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +81,7 @@ def judge_group(
     for node, probe in probes.items():
         facts = _facts(probe)
         if facts is None:
-            verdicts[node] = Verdict(node, State.DOWN, f"unreachable: {probe.error or 'no answer'}")
+            verdicts[node] = unreachable(node, probe)
             continue
         verdicts[node] = _judge(
             node, facts, quorum_views, max_transactions_behind, lagging_before.get(node, False)
@@ -151,7 +151,7 @@ def primary_writers(
 ) -> tuple[tuple[NodeAddress, ...], str]:
     """R4/R5 single-primary: the writer is the group's PRIMARY, once it can take writes."""
     writer_hostgroup = layout.hostgroups.writer
-    held = [n for n in layout.writers if verdicts.get(n) and verdicts[n].state is State.SUSPECT]
+    held = [n for n in layout.writers if (v := verdicts.get(n)) is not None and v.state.keeps_place]
     primaries = [
         n
         for n in roster.addresses
@@ -172,12 +172,14 @@ def primary_writers(
                 "brownout: holding writes until the new primary is writable (brownout = hold)",
             )
     if held:
-        return tuple(held[:1]), "kept: probe failure tolerated (retry_down)"
+        return tuple(
+            held[:1]
+        ), f"kept: {verdicts[held[0]].state.value} ({verdicts[held[0]].reason})"
     return (), "no writable primary"
 
 
 class GroupReplicationPolicy:
-    """The GR rules behind checker_core.decide's Policy protocol."""
+    """The GR rules behind checker_core.core.decide's Policy protocol."""
 
     def judge_all(
         self,

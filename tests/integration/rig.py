@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
 import shutil
 import signal
@@ -14,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checker_core.config import Endpoint, ProxySQLSettings, Secret
-from checker_core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
-from checker_core.proxysql import AdminClient
+from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
+from checker_core.edges.proxysql import AdminClient
+from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
 
 HG = Hostgroups(
@@ -26,7 +27,7 @@ PASS_TIMEOUT = 60.0  # a hung checker fails the test instead of hanging the suit
 
 
 def admin_for(lab: Any) -> AdminClient:
-    endpoint = Endpoint(lab.admin_user, Secret(lab.admin_password), None, 2000, 5000)
+    endpoint = Endpoint(lab.admin_user, Secret(lab.admin_password), Tls(), 2000, 5000)
     return AdminClient.connect(ProxySQLSettings(lab.admin_host, lab.admin_port, endpoint))
 
 
@@ -55,6 +56,9 @@ class Rig:
     cluster: dict[str, object] = field(default_factory=dict)
     run_settings: dict[str, object] = field(default_factory=dict)
     hostgroups: Hostgroups = HG
+    # extra keys of [proxysql] and [monitor] (TLS)
+    proxysql_settings: dict[str, object] = field(default_factory=dict)
+    monitor_settings: dict[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.state_dir = self.tmp / "state"
@@ -95,11 +99,13 @@ class Rig:
             f"port = {self.proxysql.admin_port}",
             f'user = "{self.proxysql.admin_user}"',
             f'password_file = "{secrets / "admin"}"',
+            *(f"{k} = {_toml(v)}" for k, v in self.proxysql_settings.items()),
             "[monitor]",
             f'user = "{MONITOR_USER}"',
             f'password_file = "{secrets / "monitor"}"',
             "connect_timeout_ms = 400",
             "read_timeout_ms = 600",
+            *(f"{k} = {_toml(v)}" for k, v in self.monitor_settings.items()),
             "[run]",
             *(f"{k} = {_toml(v)}" for k, v in run.items()),
             "[[cluster]]",
@@ -124,6 +130,10 @@ class Rig:
         self.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
 
     def live(self) -> tuple[ServerRow, ...]:
+        """The live rows, ProxySQL's own SHUNNED read as the ONLINE it stands for."""
+        return as_configured(self.live_raw())
+
+    def live_raw(self) -> tuple[ServerRow, ...]:
         return self.admin.read_rows(HG.managed).runtime
 
     def staged(self) -> tuple[ServerRow, ...]:
@@ -172,7 +182,7 @@ class Rig:
         """Run a command as ProxySQL's scheduler would: absolute path, empty environment."""
         done = subprocess.run(
             self.argv(*(args or ("run",))),
-            env=dict(env or {}),
+            env=child_env(env),
             capture_output=True,
             text=True,
             timeout=PASS_TIMEOUT,
@@ -194,7 +204,7 @@ class Daemon:
     def __init__(self, rig: Rig, env: Mapping[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             rig.argv("daemon"),
-            env=dict(env or {}),
+            env=child_env(env),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -233,6 +243,27 @@ class Daemon:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout=PASS_TIMEOUT)
+
+
+def as_configured(rows: Iterable[ServerRow]) -> tuple[ServerRow, ...]:
+    """Rows with SHUNNED read as ONLINE. A real ProxySQL's monitor shuns a server by itself
+    (after a restart, ping failures linger) and lifts it by itself: the status of an ONLINE row
+    is ProxySQL's to change, so no test may assume it stays as written."""
+    return tuple(
+        row.moved(row.hostgroup_id, ServerStatus.ONLINE)
+        if row.status is ServerStatus.SHUNNED
+        else row
+        for row in rows
+    )
+
+
+def child_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    """The checker's environment: what the test gives, as ProxySQL gives none; PYTHONPATH is
+    kept so that a checkout run with PYTHONPATH tests its own code, not an installed copy."""
+    child = dict(env or {})
+    if "PYTHONPATH" in os.environ:
+        child.setdefault("PYTHONPATH", os.environ["PYTHONPATH"])
+    return child
 
 
 def parse_logs(text: str) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""checker_core.proxysql.AdminClient against the lab's ProxySQL admin endpoint."""
+"""checker_core.edges.proxysql.AdminClient against the lab's ProxySQL admin endpoint."""
 
 from __future__ import annotations
 
@@ -6,15 +6,16 @@ from typing import Any
 
 import pytest
 
-from checker_core.config import Endpoint, ProxySQLSettings, Secret
-from checker_core.model import Change, ChangeKind, Hostgroups, Plan, ServerRow, ServerStatus
-from checker_core.proxysql import (
+from checker_core.core.model import Change, ChangeKind, Hostgroups, Plan, ServerRow, ServerStatus
+from checker_core.edges.proxysql import (
     AdminAccessDenied,
     AdminClient,
     AdminUnreachable,
     ApplyFailed,
     plan_statements,
 )
+from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls
+from tests.integration.rig import as_configured
 from tests.lab.process import free_port
 
 pytestmark = pytest.mark.proxysql
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.proxysql
 HG = Hostgroups(
     writer=100, reader=101, backup_writer=102, offline=9100, config_writer=8100, config_reader=8101
 )
-FOREIGN = ServerRow(500, "10.0.0.9", 3306, comment="not ours")
+FOREIGN = ServerRow(500, "127.0.0.99", 3399, comment="not ours")
 TEMPLATE = ServerRow(8100, "127.0.0.1", 3311, weight=1000)
 
 
@@ -32,7 +33,7 @@ def settings_for(
     endpoint = Endpoint(
         user=lab.admin_user,
         password=Secret(password if password is not None else lab.admin_password),
-        tls=None,
+        tls=Tls(),
         connect_timeout_ms=1000,
         read_timeout_ms=2000,
     )
@@ -60,7 +61,7 @@ def test_read_rows_splits_runtime_and_staging(client: AdminClient) -> None:
     staged_only = ServerRow(101, "127.0.0.1", 3312)
     insert(client, staged_only)
     rows = client.read_rows(HG.all)
-    assert rows.runtime == (TEMPLATE,)
+    assert as_configured(rows.runtime) == (TEMPLATE,)
     assert rows.staging == (staged_only, TEMPLATE)
 
 
@@ -74,11 +75,11 @@ def test_apply_goes_live_in_one_load_and_leaves_other_rows(client: AdminClient) 
     assert result.loaded and result.saved and result.staged == 2
     after = client.checksum()
     assert after is not None and after.version == before.version + 1
-    assert client.read_rows(HG.all).runtime == (writer, reader, TEMPLATE)
+    assert as_configured(client.read_rows(HG.all).runtime) == (writer, reader, TEMPLATE)
     foreign = client.execute(
         "SELECT hostname FROM runtime_mysql_servers WHERE hostgroup_id = %s", (500,)
     )
-    assert foreign == [("10.0.0.9",)]
+    assert foreign == [("127.0.0.99",)]
     disk = client.execute(
         "SELECT hostgroup_id FROM disk.mysql_servers WHERE hostgroup_id IN (%s, %s)", (100, 101)
     )
@@ -107,12 +108,13 @@ def test_half_written_staging_is_repaired_without_load(client: AdminClient) -> N
 def test_failed_apply_leaves_live_rows_and_staging_as_they_were(client: AdminClient) -> None:
     good = ServerRow(100, "127.0.0.1", 3311)
     client.apply(Plan(HG, desired=(good,), changes=(change(good),)), persist=False)
-    before = client.read_rows(HG.all)
+    before = client.read_rows(HG.all).staging
     too_heavy = ServerRow(101, "127.0.0.1", 3312, weight=10_000_001)
     plan = Plan(HG, desired=(too_heavy,), changes=(change(too_heavy),))
     with pytest.raises(ApplyFailed, match="CHECK constraint failed"):
         client.apply(plan, persist=False)
-    assert client.read_rows(HG.all) == before
+    assert client.read_rows(HG.all).staging == before
+    assert as_configured(client.read_rows(HG.all).runtime) == (good, TEMPLATE)
 
 
 def test_dry_run_statements_applied_by_hand_match_apply(client: AdminClient) -> None:
@@ -120,7 +122,7 @@ def test_dry_run_statements_applied_by_hand_match_apply(client: AdminClient) -> 
     plan = Plan(HG, desired=(writer,), changes=(change(writer),))
     for statement in plan_statements(plan, client.read_staging(HG.managed), persist=False):
         client.execute(statement.render())
-    assert client.read_rows(HG.all).runtime == (writer, TEMPLATE)
+    assert as_configured(client.read_rows(HG.all).runtime) == (writer, TEMPLATE)
 
 
 def test_wrong_password_is_access_denied(proxysql_admin: Any) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from checker_core.model import NodeAddress
+from checker_core.core.model import NodeAddress
 from tests.integration.rig import PASS_TIMEOUT, Daemon, Rig
 from tests.lab.process import free_port, wait_until
 

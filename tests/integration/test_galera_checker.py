@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from checker_core.model import NodeAddress, ServerStatus
-from tests.integration.rig import HG, PASS_TIMEOUT, Daemon, Rig
+from checker_core.core.model import NodeAddress, ServerStatus
+from tests.integration.rig import HG, PASS_TIMEOUT, Daemon, Rig, as_configured
 from tests.lab.process import free_port, wait_until
 
 pytestmark = [pytest.mark.galera, pytest.mark.proxysql]
@@ -23,22 +23,24 @@ pytestmark = [pytest.mark.galera, pytest.mark.proxysql]
 
 def snapshot(rig: Rig) -> tuple[object, ...]:
     rows = rig.admin.read_rows(HG.all)
-    return (rows.runtime, rows.staging, rig.load_version())
+    return (as_configured(rows.runtime), rows.staging, rig.load_version())
 
 
 # 1 -------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("mode", "readers"), [(0, {0}), (1, {0, 1, 2}), (2, {1, 2})])
-def test_steady_state_and_quiet_second_pass(
-    rig: Rig, nodes: list[NodeAddress], mode: int, readers: set[int]
-) -> None:
+# writer_is_also_reader: 0 keeps reads off the writer, 1 lets everyone read, 2 is ProxySQL's
+# native meaning (backup writers and read-only nodes read): on this all-writable cluster, as 0
+READERS = {0: {1, 2}, 1: {0, 1, 2}, 2: {1, 2}}
+
+
+@pytest.mark.parametrize("mode", sorted(READERS))
+def test_steady_state_and_quiet_second_pass(rig: Rig, nodes: list[NodeAddress], mode: int) -> None:
     rig.write_config(writer_is_also_reader=mode)
     first = rig.run()
     assert first.code == 0, first.stderr
     n1, n2, n3 = nodes
     assert rig.writers == {n1}
     assert rig.backups == {n2, n3}
-    # mode 0: nobody but the writer is left to read, so the writer reads (rule G14)
-    assert rig.readers == {nodes[i] for i in readers}
+    assert rig.readers == {nodes[i] for i in READERS[mode]}
     assert rig.offline == set()
     version = rig.load_version()
     second = rig.run()
@@ -48,21 +50,39 @@ def test_steady_state_and_quiet_second_pass(
 
 
 # 2 -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("mode", "readers"), [(0, {2}), (1, {1, 2}), (2, {2})])
 def test_writer_killed_is_replaced_in_the_next_pass(
-    rig: Rig, galera: Any, nodes: list[NodeAddress]
+    rig: Rig, galera: Any, nodes: list[NodeAddress], mode: int, readers: set[int]
 ) -> None:
-    n1, n2, _ = nodes
+    n1, n2, n3 = nodes
+    rig.write_config(writer_is_also_reader=mode)
     rig.passes(1)
     galera.kill(1)
     result = rig.run()
     assert result.code == 0, result.stderr
     assert rig.writers == {n2}
+    assert rig.backups == {n3}
     # no row of the dead writer is left in the writer hostgroup, in any status ProxySQL could
     # turn back to ONLINE by itself
     assert n1 not in rig.in_hostgroup(HG.writer)
-    assert n1 not in rig.readers
+    assert rig.readers == {nodes[i] for i in readers}
     assert n1 in rig.offline
     assert f"writer {n2} (was {n1})" in result.summary
+
+
+def test_writer_shunned_by_proxysql_is_left_to_proxysql(rig: Rig, nodes: list[NodeAddress]) -> None:
+    """ProxySQL's monitor shuns the writer while the checker's probe finds it healthy: no LOAD
+    pass after pass (SHUNNED is ProxySQL's own passing state), and the pass line says so."""
+    n1 = nodes[0]
+    rig.passes(1)
+    rig.proxysql.shun(HG.writer, n1.host, n1.port)
+    version = rig.load_version()
+    first, *rest = rig.passes(3)
+    assert f"writer {n1} SHUNNED by ProxySQL itself" in first.summary
+    assert all("no change" in p.summary for p in (first, *rest)), [p.summary for p in rest]
+    assert rig.load_version() == version, "a shunned writer must not cost a LOAD per pass"
+    assert rig.writers == {n1}
+    assert n1 not in rig.offline
 
 
 # 3 -------------------------------------------------------------------------------------------
@@ -111,17 +131,21 @@ def test_reader_killed_then_restarted(rig: Rig, galera: Any, nodes: list[NodeAdd
 
 
 # 5 -------------------------------------------------------------------------------------------
-def test_desync_on_a_reader_then_off(rig: Rig, galera: Any, nodes: list[NodeAddress]) -> None:
+@pytest.mark.parametrize(("mode", "readers"), [(0, {1}), (1, {0, 1}), (2, {1})])
+def test_desync_on_a_reader_then_off(
+    rig: Rig, galera: Any, nodes: list[NodeAddress], mode: int, readers: set[int]
+) -> None:
     n3 = nodes[2]
+    rig.write_config(writer_is_also_reader=mode)
     rig.passes(1)
     galera.desync(3, True)
     rig.passes(1)
-    assert n3 not in rig.readers
+    assert rig.readers == {nodes[i] for i in readers}
     assert n3 in rig.offline
     galera.desync(3, False)
     wait_until(lambda: galera.node_status(3).synced, 60, "node3 Synced again")
     rig.passes(1)
-    assert n3 in rig.readers
+    assert rig.readers == {nodes[i] for i in READERS[mode]}
 
 
 def test_desync_on_the_writer_fails_over(rig: Rig, galera: Any, nodes: list[NodeAddress]) -> None:
@@ -218,6 +242,69 @@ def test_frozen_writer_pass_still_ends_and_fails_over_after_retry_down(
     assert n1 not in rig.in_hostgroup(HG.writer)
 
 
+def thaw_all(galera: Any) -> None:
+    # together, so the nodes resume within each other's suspect timeout; the last one waits
+    for n in (1, 2):
+        galera.thaw(n, wait=False)
+    galera.thaw(3)
+
+
+def test_every_node_frozen_the_pass_is_blind_and_changes_nothing(
+    rig: Rig, galera: Any, nodes: list[NodeAddress]
+) -> None:
+    n1 = nodes[0]
+    rig.write_config(retry_down=0)  # no tolerance: only the blind rule keeps the layout
+    rig.passes(1)
+    before = snapshot(rig)
+    for n in (1, 2, 3):
+        galera.freeze(n)
+    try:
+        blind = rig.run()
+    finally:
+        thaw_all(galera)
+    assert blind.code == 0, blind.stderr
+    assert "blind: no node answered within" in blind.summary, blind.summary
+    assert "layout kept" in blind.summary
+    assert snapshot(rig) == before  # no LOAD, not even of the same rows
+    after = rig.run()
+    assert after.code == 0, after.stderr
+    assert "blind" not in after.summary and "no change" in after.summary, after.summary
+    assert rig.writers == {n1}
+
+
+def test_daemon_started_while_no_node_answers_never_empties_the_writer_hostgroup(
+    rig: Rig, galera: Any, nodes: list[NodeAddress]
+) -> None:
+    n1 = nodes[0]
+    rig.write_config(retry_down=0)
+    rig.passes(1)
+    version = rig.load_version()
+    rig.run_settings.update(interval_ms=500, max_runtime_ms=450)
+    rig.write_config()
+    # the nodes stall the daemon's first connects: more than its whole pass budget
+    for n in (1, 2, 3):
+        galera.freeze(n)
+    daemon = Daemon(rig)
+    try:
+        try:
+            first = daemon.next_pass()
+        finally:
+            thaw_all(galera)
+        seen = [first]
+        while seen[-1]["outcome"] == "blind" and len(seen) < 40:
+            seen.append(daemon.next_pass())
+        seen.append(daemon.next_pass())
+    finally:
+        code = daemon.stop()
+    assert code == 0
+    assert first["outcome"] == "blind", first["summary"]
+    assert all(p["writers"] == [str(n1)] for p in seen), [p["summary"] for p in seen]
+    assert not any(p["loaded"] for p in seen), [p["summary"] for p in seen]
+    assert seen[-1]["outcome"] == "unchanged", seen[-1]["summary"]
+    assert rig.writers == {n1}
+    assert rig.load_version() == version
+
+
 # 11 ------------------------------------------------------------------------------------------
 def test_second_pass_finds_the_lock_busy(rig: Rig) -> None:
     rig.state_dir.mkdir(parents=True, exist_ok=True)
@@ -280,13 +367,13 @@ def test_foreign_row_exits_2_and_changes_nothing(rig: Rig) -> None:
     rig.passes(1)
     rig.admin.execute(
         "INSERT INTO mysql_servers (hostgroup_id, hostname, port) VALUES (%s, %s, %s)",
-        (HG.reader, "10.0.0.9", 3306),
+        (HG.reader, "127.0.0.99", 3399),
     )
     rig.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
     before = snapshot(rig)
     result = rig.run()
     assert result.code == 2
-    assert "row (101, 10.0.0.9, 3306)" in result.summary
+    assert "row (101, 127.0.0.99, 3399)" in result.summary
     assert snapshot(rig) == before
 
 
@@ -364,8 +451,11 @@ def test_daemon_fails_over_reloads_and_stops(
 
         rig.write_config(writer_is_also_reader=0)
         os.kill(daemon.proc.pid, signal.SIGHUP)
+        # reads leave the writer; the backup writer node3 takes them
         wait_until(
-            lambda: rig.readers == {n2}, 30, "the reloaded writer_is_also_reader=0 to take effect"
+            lambda: rig.readers == {nodes[2]},
+            30,
+            "the reloaded writer_is_also_reader=0 to take effect",
         )
     finally:
         code = daemon.stop()

@@ -16,7 +16,7 @@ from typing import Any
 import pymysql
 import pytest
 
-from checker_core.model import NodeAddress
+from checker_core.core.model import NodeAddress
 from tests.integration.rig import HG, Daemon, Rig, addresses
 from tests.integration.test_galera_checker import snapshot
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
@@ -93,16 +93,18 @@ def test_primary_leaves_the_group(rig: Rig, gr: Any, members: list[NodeAddress])
 
 
 # 3 -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("mode", "readers"), [(0, {0, 2}), (1, {0, 1, 2}), (2, {0, 2})])
 def test_planned_switchover_followed_in_one_pass(
-    rig: Rig, gr: Any, members: list[NodeAddress]
+    rig: Rig, gr: Any, members: list[NodeAddress], mode: int, readers: set[int]
 ) -> None:
     m1, m2, _ = members
+    rig.write_config(writer_is_also_reader=mode)
     rig.passes(1)
     gr.primary(2)
     rig.passes(1)
     assert rig.writers == {m2}
     assert m1 not in rig.in_hostgroup(HG.writer)  # super_read_only now: nothing to drain
-    assert m1 in rig.readers
+    assert rig.readers == {members[i] for i in readers}
 
 
 # 4 -------------------------------------------------------------------------------------------
@@ -293,3 +295,19 @@ def test_monitor_account_reads_the_group_tables(gr: Any, members: list[NodeAddre
     assert facts.me is not None and facts.me.role == "PRIMARY"
     assert facts.has_quorum and len(facts.members) == 3
     assert facts.applier_queue == 0
+
+
+def test_plain_text_monitor_login_loads_rsa_when_it_must(
+    rig: Rig, gr: Any, members: list[NodeAddress]
+) -> None:
+    """caching_sha2_password over plain text with the server's cache emptied needs RSA, which
+    the pass loads only then (it imports PyMySQL without it)."""
+    [(plugin,)] = gr.sql(1, "SELECT plugin FROM mysql.user WHERE user = 'monitor' LIMIT 1")
+    assert plugin == "caching_sha2_password"
+    for n in (1, 2, 3):
+        gr.sql(n, "FLUSH PRIVILEGES")  # forgets every cached login
+    rig.monitor_settings.update(ssl_mode="disabled")
+    rig.write_config()
+    result = rig.run()
+    assert result.code == 0, result.stderr
+    assert rig.writers == {members[0]}

@@ -97,3 +97,48 @@ def test_down_when_nothing_runs(own_lab_dir: Path, capsys: pytest.CaptureFixture
 @pytest.mark.parametrize("argv", [[], ["bogus"], ["up", "extra"]])
 def test_bad_usage_exits_2(own_lab_dir: Path, argv: list[str]) -> None:
     assert proxysql.main(argv) == 2
+
+
+def test_emulator_shuns_as_the_monitor_does(proxysql_admin: ProxySQLLab) -> None:
+    """The stand-in for ProxySQL's monitor: runtime only, kept across a LOAD of the same ONLINE
+    row, gone with the row. (A real ProxySQL shuns on its own schedule; the lab drives it the
+    only way it can, and this test is about the emulator.)"""
+    if proxysql_admin.is_real:
+        pytest.skip("a real ProxySQL shuns by its own monitor, not by the lab's statement")
+    host, port = "127.0.0.1", 3399
+    where = "WHERE hostgroup_id = 7 AND hostname = %s AND port = %s"
+    conn = proxysql_admin.connect()
+    try:
+        with conn.cursor() as cur:
+
+            def status(table: str) -> list[tuple[str, ...]]:
+                cur.execute(f"SELECT status FROM {table} {where}", (host, port))
+                return list(cur.fetchall())
+
+            cur.execute(
+                "INSERT INTO mysql_servers (hostgroup_id, hostname, port) VALUES (7, %s, %s)",
+                (host, port),
+            )
+            cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
+            cur.execute("SELECT version FROM runtime_checksums_values WHERE name = 'mysql_servers'")
+            version = cur.fetchone()
+            proxysql_admin.shun(7, host, port)
+            assert status("runtime_mysql_servers") == [("SHUNNED",)]
+            assert status("mysql_servers") == [("ONLINE",)]
+            cur.execute("SELECT version FROM runtime_checksums_values WHERE name = 'mysql_servers'")
+            assert cur.fetchone() == version, "a shun is no LOAD"
+            cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
+            assert status("runtime_mysql_servers") == [("SHUNNED",)]
+            proxysql_admin.unshun(7, host, port)
+            assert status("runtime_mysql_servers") == [("ONLINE",)]
+            proxysql_admin.shun(7, host, port)
+            cur.execute(f"DELETE FROM mysql_servers {where}", (host, port))
+            cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
+            cur.execute(
+                "INSERT INTO mysql_servers (hostgroup_id, hostname, port) VALUES (7, %s, %s)",
+                (host, port),
+            )
+            cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
+            assert status("runtime_mysql_servers") == [("ONLINE",)], "a new server is not shunned"
+    finally:
+        conn.close()

@@ -1,4 +1,4 @@
-"""python -m tests.lab galera|gr|proxysql COMMAND ... : drive the lab by hand."""
+"""python -m tests.lab galera|gr|proxysql|docker COMMAND ... : drive the lab by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    usage = "usage: python -m tests.lab galera|gr|proxysql COMMAND [ARGS]"
+    usage = "usage: python -m tests.lab galera|gr|proxysql|docker COMMAND [ARGS]"
     if not argv or argv[0] in ("-h", "--help"):
         print(usage)
         return 0 if argv else 2
@@ -23,6 +23,10 @@ def main(argv: list[str]) -> int:
         from tests.lab import proxysql
 
         return proxysql.main(rest)
+    if kind == "docker":
+        from tests.lab import docker_engine
+
+        return docker_engine.main(rest)
     print(f"unknown lab {kind!r}; {usage}", file=sys.stderr)
     return 2
 

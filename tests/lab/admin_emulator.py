@@ -24,6 +24,7 @@ import re
 import secrets
 import signal
 import sqlite3
+import ssl
 import sys
 import time
 from collections.abc import Sequence
@@ -40,6 +41,7 @@ from mysql_mimic import (
     User,
 )
 from mysql_mimic import server as mimic_server
+from mysql_mimic import stream as mimic_stream
 from mysql_mimic.connection import Connection
 from mysql_mimic.errors import ErrorCode, MysqlError
 from mysql_mimic.session import BaseSession
@@ -183,6 +185,14 @@ _SHOW_CREATE_TABLE = re.compile(
     r"^SHOW\s+CREATE\s+TABLE\s+(?:`?(\w+)`?\.)?`?(\w+)`?$", re.IGNORECASE
 )
 _SHOW_MYSQL_SERVERS = re.compile(r"^SHOW\s+MYSQL\s+SERVERS$", re.IGNORECASE)
+# the lab's stand-in for ProxySQL's monitor shunning a server (a real ProxySQL has no such
+# statement: the lab drives a real one differently, see ProxySQLLab.shun)
+_LAB_SHUN = re.compile(
+    r"^LAB\s+(SHUN|UNSHUN)\s+SERVER\s+(\d+)\s+'([^'\s]+)'\s+(\d+)$", re.IGNORECASE
+)
+# lab-only: the test harness plays ProxySQL's cluster checks by writing the stats tables a real
+# ProxySQL fills itself (stats_proxysql_servers_checksums, stats_proxysql_servers_metrics)
+_LAB_STATS = re.compile(r"^LAB\s+STATS\s+(.+)$", re.IGNORECASE | re.DOTALL)
 _SCHEMAS = ("main", "disk", "stats")
 
 Rows = list[tuple[str | None, ...]]
@@ -247,6 +257,7 @@ class AdminStore:
 
     def __init__(self, datadir: Path, admin_iface: str, admin_user: str) -> None:
         datadir.mkdir(parents=True, exist_ok=True)
+        self._started = time.monotonic()
         self._db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         # MySQL functions clients call on the admin (the mariadb client's `status` among them)
         self._db.create_function("version", 0, lambda: EMULATOR_VERSION, deterministic=True)
@@ -269,6 +280,8 @@ class AdminStore:
         self._insert_variables(
             "main.global_variables", {"admin-mysql_ifaces": admin_iface}, replace=True
         )
+        # servers "the monitor" shunned: runtime only, kept across LOADs of the same ONLINE row
+        self._shunned: set[tuple[int, str, int]] = set()
         now = int(time.time())
         for module in MODULES:
             self._copy(module, Direction.MEMORY_TO_RUNTIME)
@@ -292,9 +305,8 @@ class AdminStore:
             self._db.execute(ddl)
             self._db.execute(admin_schema.runtime_ddl(name))
         self._db.execute(admin_schema.RUNTIME_CHECKSUMS_VALUES)
-        self._db.execute(
-            admin_schema.qualified_ddl(admin_schema.STATS_MYSQL_CONNECTION_POOL, "stats")
-        )
+        for ddl in admin_schema.STATS_TABLES:
+            self._db.execute(admin_schema.qualified_ddl(ddl, "stats"))
         existing = dict(
             self._db.execute("SELECT name, sql FROM disk.sqlite_master WHERE type='table'")
         )
@@ -376,6 +388,39 @@ class AdminStore:
             f"INSERT INTO {target} ({', '.join(columns)}) "
             f"SELECT {select} FROM {source}{where}{order}"
         )
+        if table == "mysql_servers" and target_layer == "runtime":
+            self._apply_shuns()
+
+    def _apply_shuns(self) -> None:
+        """A LOAD does not lift a shun (the server is the same to ProxySQL); a server that left
+        runtime is forgotten."""
+        present = set()
+        for key in sorted(self._shunned):
+            cursor = self._db.execute(
+                "UPDATE main.runtime_mysql_servers SET status = 'SHUNNED' "
+                "WHERE hostgroup_id = ? AND hostname = ? AND port = ? AND status = 'ONLINE'",
+                key,
+            )
+            found = self._rows(
+                "SELECT 1 FROM main.runtime_mysql_servers "
+                "WHERE hostgroup_id = ? AND hostname = ? AND port = ?",
+                key,
+            )
+            if cursor.rowcount or found:
+                present.add(key)
+        self._shunned = present
+
+    def _lab_shun(self, verb: str, key: tuple[int, str, int]) -> None:
+        if verb.upper() == "SHUN":
+            self._shunned.add(key)
+            self._apply_shuns()
+            return
+        self._shunned.discard(key)
+        self._db.execute(
+            "UPDATE main.runtime_mysql_servers SET status = 'ONLINE' "
+            "WHERE hostgroup_id = ? AND hostname = ? AND port = ? AND status = 'SHUNNED'",
+            key,
+        )
 
     def _rows(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         return [tuple(row) for row in self._db.execute(sql, params)]
@@ -441,6 +486,14 @@ class AdminStore:
         if _SET.match(text):
             self._set(text)
             return None
+        stats = _LAB_STATS.match(sql.strip().rstrip(";"))
+        if stats is not None:
+            return self._sqlite(stats.group(1))
+        shun = _LAB_SHUN.match(text)
+        if shun is not None:
+            verb, hostgroup, host, port = shun.groups()
+            self._lab_shun(verb, (int(hostgroup), host, int(port)))
+            return None
         handled = self._answer_builtin(text)
         if handled is not None:
             return handled
@@ -500,6 +553,14 @@ class AdminStore:
             return self._sqlite("SELECT * FROM mysql_servers ORDER BY hostgroup_id, hostname, port")
         return None
 
+    def _refresh_global(self) -> None:
+        """stats_mysql_global as a query finds it: ProxySQL_Uptime counts from the start."""
+        uptime = int(time.monotonic() - self._started)
+        self._db.execute(
+            "INSERT OR REPLACE INTO stats.stats_mysql_global VALUES ('ProxySQL_Uptime', ?)",
+            (str(uptime),),
+        )
+
     def _refresh_stats(self) -> None:
         """Rebuild stats_mysql_connection_pool from runtime, as ProxySQL does when a query names
         it; the emulator has no connections, so every counter is 0."""
@@ -514,8 +575,11 @@ class AdminStore:
         statement = sql.strip()
         while statement.endswith(";"):
             statement = statement[:-1].rstrip()
-        if "stats_mysql_connection_pool" in statement.lower():
+        lowered = statement.lower()
+        if "stats_mysql_connection_pool" in lowered:
             self._refresh_stats()
+        if "stats_mysql_global" in lowered:
+            self._refresh_global()
         cursor = self._db.execute(statement)
         if cursor.description is None:
             return None
@@ -593,15 +657,55 @@ class AdminSession(BaseSession):  # type: ignore[misc]
             raise MysqlError(ERROR_PREFIX + str(exc), code=ErrorCode.ACCESS_DENIED_ERROR) from exc
 
 
-async def serve(store: AdminStore, host: str, port: int, user: str, password: str) -> None:
-    """Answer on host:port until SIGTERM or SIGINT."""
+async def _start_tls(stream: Any, context: ssl.SSLContext) -> None:
+    """mysql-mimic's STARTTLS, without its race: a client sends its TLS hello right after the
+    SSLRequest packet, and when both arrive in one read the hello sits in the plain-text reader's
+    buffer, where the TLS layer never sees it (the handshake then stalls). The buffered bytes are
+    handed to the TLS layer once it is in place."""
+    reader, writer = stream.reader, stream.writer
+    pending = bytes(reader._buffer)
+    reader._buffer.clear()
+    transport = writer.transport
+    loop = asyncio.get_running_loop()
+
+    def feed() -> None:
+        # start_tls has installed its protocol and queued connection_made: feed after that
+        loop.call_soon(feed_tls)
+
+    def feed_tls() -> None:
+        tls_protocol = transport.get_protocol()
+        buffer = tls_protocol.get_buffer(len(pending))
+        buffer[: len(pending)] = pending
+        tls_protocol.buffer_updated(len(pending))
+
+    if pending:
+        loop.call_soon(feed)
+    new_transport = await loop.start_tls(
+        transport, transport.get_protocol(), context, server_side=True
+    )
+    writer._transport = new_transport
+    reader._transport = new_transport
+
+
+async def serve(
+    store: AdminStore,
+    host: str,
+    port: int,
+    user: str,
+    password: str,
+    *,
+    tls: ssl.SSLContext | None = None,
+) -> None:
+    """Answer on host:port until SIGTERM or SIGINT; TLS offered when `tls` is given."""
     # mysql-mimic builds each connection from this module-level name and offers no other hook
     # before the handshake; this process serves nothing else, so replacing it here is contained.
     # The contract test quoting a parameter on a fresh connection fails if this stops working.
     mimic_server.Connection = AdminConnection
+    mimic_stream.MysqlStream.start_tls = _start_tls
     server = MysqlServer(
         session_factory=lambda: AdminSession(store),
         identity_provider=AdminIdentity(user, password),
+        ssl=tls,
     )
     await server.start_server(host=host, port=port)
     stop = asyncio.Event()
@@ -631,7 +735,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--user", required=True)
     parser.add_argument("--password-file", type=Path, required=True)
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--ssl-cert", type=Path, help="offer TLS with this certificate")
+    parser.add_argument("--ssl-key", type=Path, help="the key of --ssl-cert")
     args = parser.parse_args(argv)
+    tls: ssl.SSLContext | None = None
+    if args.ssl_cert is not None:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(args.ssl_cert, args.ssl_key)
     logging.basicConfig(
         level=args.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -640,7 +750,7 @@ def main(argv: list[str]) -> int:
     password = args.password_file.read_text().rstrip("\n")
     store = AdminStore(args.datadir, f"{args.host}:{args.port}", args.user)
     try:
-        asyncio.run(serve(store, args.host, args.port, args.user, password))
+        asyncio.run(serve(store, args.host, args.port, args.user, password, tls=tls))
     except OSError as exc:
         log.error("cannot listen on %s:%d: %s", args.host, args.port, exc)
         return 1

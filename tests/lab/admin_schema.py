@@ -197,6 +197,45 @@ STATS_MYSQL_CONNECTION_POOL = """CREATE TABLE stats_mysql_connection_pool (
     Latency_us INT)"""
 
 
+# ProxySQL Cluster: what this proxy last saw of every peer (itself included). A real ProxySQL
+# fills them from its cluster checks; in the lab the test harness does (LAB STATS ...).
+STATS_PROXYSQL_SERVERS_CHECKSUMS = """CREATE TABLE stats_proxysql_servers_checksums (
+    hostname VARCHAR NOT NULL,
+    port INT NOT NULL DEFAULT 6032,
+    name VARCHAR NOT NULL,
+    version INT NOT NULL,
+    epoch INT NOT NULL,
+    checksum VARCHAR NOT NULL,
+    changed_at INT NOT NULL,
+    updated_at INT NOT NULL,
+    diff_check INT NOT NULL,
+    PRIMARY KEY (hostname, port, name) )"""
+
+STATS_PROXYSQL_SERVERS_METRICS = """CREATE TABLE stats_proxysql_servers_metrics (
+    hostname VARCHAR NOT NULL,
+    port INT NOT NULL DEFAULT 6032,
+    weight INT CHECK (weight >= 0) NOT NULL DEFAULT 0,
+    comment VARCHAR NOT NULL DEFAULT '',
+    response_time_ms INT NOT NULL,
+    Uptime_s INT NOT NULL,
+    last_check_ms INT NOT NULL,
+    Queries INT NOT NULL,
+    Client_Connections_connected INT NOT NULL,
+    Client_Connections_created INT NOT NULL,
+    PRIMARY KEY (hostname, port) )"""
+
+STATS_MYSQL_GLOBAL = """CREATE TABLE stats_mysql_global (
+    Variable_Name VARCHAR NOT NULL PRIMARY KEY,
+    Variable_Value VARCHAR NOT NULL)"""
+
+STATS_TABLES = (
+    STATS_MYSQL_CONNECTION_POOL,
+    STATS_PROXYSQL_SERVERS_CHECKSUMS,
+    STATS_PROXYSQL_SERVERS_METRICS,
+    STATS_MYSQL_GLOBAL,
+)
+
+
 def runtime_ddl(table: str) -> str:
     """DDL of runtime_<table>: the same columns and constraints under the runtime_ name."""
     ddl = MAIN_TABLES[table]

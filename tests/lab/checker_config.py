@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from checker_core.model import Hostgroups
+from checker_core.core.model import Hostgroups
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
 
 

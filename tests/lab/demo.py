@@ -16,9 +16,9 @@ import sys
 import threading
 import time
 
-from checker_core.config import Endpoint, ProxySQLSettings, Secret
-from checker_core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
-from checker_core.proxysql import AdminClient
+from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
+from checker_core.edges.proxysql import AdminClient
+from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls
 from tests.lab.checker_config import write_checker_config
 from tests.lab.galera import GaleraLab
 from tests.lab.paths import lab_dir
@@ -69,7 +69,7 @@ def main() -> int:
     daemon: subprocess.Popen[str] | None = None
     try:
         nodes = [NodeAddress(n.host, n.port) for n in galera.nodes]
-        endpoint = Endpoint(proxysql.admin_user, Secret(proxysql.admin_password), None, 2000, 5000)
+        endpoint = Endpoint(proxysql.admin_user, Secret(proxysql.admin_password), Tls(), 2000, 5000)
         admin = AdminClient.connect(
             ProxySQLSettings(proxysql.admin_host, proxysql.admin_port, endpoint)
         )

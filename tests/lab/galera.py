@@ -30,6 +30,7 @@ import pymysql.cursors
 
 from tests.lab import process
 from tests.lab.accounts import APP_PASSWORD, APP_SCHEMA, APP_USER, MONITOR_PASSWORD, MONITOR_USER
+from tests.lab.certs import CertSet, make_cert_set
 from tests.lab.paths import LOOPBACK, lab_dir
 
 MARIADBD = Path("/usr/sbin/mariadbd")
@@ -210,6 +211,8 @@ def missing_prerequisite() -> str | None:
         return "mariadb-install-db not found (install mariadb-server)"
     if shutil.which("mariabackup") is None:
         return "mariabackup not found (install mariadb-backup): joiners need it for SST"
+    if shutil.which("openssl") is None:
+        return "openssl not found (install openssl): the nodes' certificates are made with it"
     return None
 
 
@@ -380,6 +383,10 @@ innodb_autoinc_lock_mode=2
 innodb_buffer_pool_size=128M
 innodb_log_file_size=48M
 innodb_flush_log_at_trx_commit=2
+# client TLS with a certificate from the lab's CA, for 127.0.0.1 and localhost
+ssl-ca=$ssl_ca
+ssl-cert=$ssl_cert
+ssl-key=$ssl_key
 
 wsrep_on=ON
 wsrep_provider=$provider
@@ -396,7 +403,7 @@ wsrep_sst_receive_address=$host:$sst_port
 )
 
 
-def _render_cnf(node: GaleraNode, files: _Files, provider: Path) -> str:
+def _render_cnf(node: GaleraNode, files: _Files, provider: Path, certs: CertSet) -> str:
     options = [
         f"gmcast.listen_addr=tcp://{node.host}:{node.gmcast_port}",
         f"ist.recv_addr={node.host}:{node.ist_port}",
@@ -417,6 +424,9 @@ def _render_cnf(node: GaleraNode, files: _Files, provider: Path) -> str:
         gmcast_port=node.gmcast_port,
         sst_port=node.sst_port,
         provider_options="; ".join(options),
+        ssl_ca=certs.ca,
+        ssl_cert=certs.cert,
+        ssl_key=certs.key,
     )
 
 
@@ -467,6 +477,11 @@ class GaleraLab:
 
     def node(self, n: int) -> GaleraNode:
         return galera_node(n)
+
+    @property
+    def certs(self) -> CertSet:
+        """The lab's CA and the certificate every node serves (made on first use)."""
+        return make_cert_set(self.base / "tls")
 
     def pid(self, n: int) -> int | None:
         """The live mariadbd the lab started for node n, or None."""
@@ -557,6 +572,19 @@ class GaleraLab:
             self.up()
             self._wait_healthy(HEAL_TIMEOUT)
 
+    def ensure_tls(self) -> None:
+        """Every node serving TLS with the lab's certificate: a node started from an older
+        my.cnf (without it) is restarted, one at a time, so the cluster keeps its quorum."""
+        self.ensure_healthy()
+        self._prepare()
+        for n in NODE_INDEXES:
+            [(have_ssl, cert)] = self.sql(n, "SELECT @@have_ssl, @@ssl_cert")
+            if have_ssl == "YES" and cert == str(self.certs.cert):
+                continue
+            self.stop(n)
+            self.start(n)
+        self._wait_healthy(HEAL_TIMEOUT)
+
     # ----------------------------------------------------------------- one node
 
     def start(self, n: int) -> NodeStart:
@@ -631,7 +659,7 @@ class GaleraLab:
         for node in self.nodes:
             files = self._files(node.index)
             files.tmp.mkdir(parents=True, exist_ok=True)
-            text = _render_cnf(node, files, provider)
+            text = _render_cnf(node, files, provider, self.certs)
             if not files.cnf.is_file() or files.cnf.read_text() != text:
                 files.cnf.write_text(text)
         fresh = [n for n in NODE_INDEXES if not self._files(n).initialized.exists()]
@@ -989,6 +1017,7 @@ class GaleraLab:
         return pymysql.connect(
             unix_socket=str(self._files(n).socket),
             user="root",
+            ssl_disabled=True,
             connect_timeout=PROBE_CONNECT_TIMEOUT,
             read_timeout=read_timeout,
             write_timeout=read_timeout,

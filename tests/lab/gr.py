@@ -81,6 +81,8 @@ STATUS_READ_TIMEOUT = 3.0
 ADMIN_READ_TIMEOUT = 180.0
 START_TIMEOUT = 120.0
 ONLINE_TIMEOUT = 180.0
+# a group that has not come together in this time is restarted from scratch (see _form_group)
+FORM_TIMEOUT = 90.0
 STOP_TIMEOUT = 90.0
 INIT_TIMEOUT = 300.0
 STOP_GR_TIMEOUT = 60.0
@@ -695,16 +697,30 @@ class GrLab:
             self._start_mysqlds([n])
 
     def _form_group(self) -> None:
-        """Make the running members one group: keep a working group, else form a new one."""
+        """Make the running members one group: keep a working group, else form a new one; a
+        group that does not come together (members thawed into views that never agree again)
+        is taken down and bootstrapped afresh, once."""
+        try:
+            self._join_or_bootstrap(FORM_TIMEOUT)
+        except LabError as exc:
+            _say(f"the group did not form ({exc}); restarting every member, bootstrapping afresh")
+            for n in INDEXES:
+                pid = self.pid(n)
+                if pid is not None:
+                    process.kill9(pid)
+            self._start_mysqlds(list(INDEXES))
+            self._join_or_bootstrap(ONLINE_TIMEOUT)
+
+    def _join_or_bootstrap(self, timeout: float) -> None:
         view = self._settled_view()
         if view is None:
             self._dissolve(self.status())
             self._bootstrap(self._bootstrap_candidate(list(INDEXES)))
             view = wait_until(
-                lambda: self._reference_view(self.status()), ONLINE_TIMEOUT, "the group's view"
+                lambda: self._reference_view(self.status()), timeout, "the group's view"
             )
         self._rejoin_strays(view)
-        self.wait_all_online()
+        self.wait_all_online(timeout)
 
     def _dissolve(self, statuses: Sequence[MemberStatus]) -> None:
         """Take every member of a group without majority out of it, so a new one can form.

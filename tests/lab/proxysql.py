@@ -130,8 +130,9 @@ def port_refuses(host: str, port: int) -> bool:
 class ProxySQLLab:
     """Start, find, reset and stop the lab's ProxySQL admin endpoint."""
 
-    def __init__(self) -> None:
-        self.dir = lab_dir() / "proxysql"
+    def __init__(self, directory: Path | None = None) -> None:
+        # another directory: an endpoint of its own (on free ports), apart from the lab's
+        self.dir = directory if directory is not None else lab_dir() / "proxysql"
         self.state_path = self.dir / "state.json"
         self.pid_path = self.dir / "proxysql.pid"
         self.log_path = self.dir / "proxysql.log"
@@ -480,6 +481,39 @@ class ProxySQLLab:
             mysql_servers=None if main_row is None else int(main_row[0]),
             runtime_mysql_servers=None if runtime_row is None else int(runtime_row[0]),
         )
+
+    def shun(self, hostgroup: int, host: str, port: int) -> None:
+        """Make a live server SHUNNED as ProxySQL's monitor does: runtime only, mysql_servers
+        untouched, and a LOAD of the same ONLINE row does not lift it.
+
+        The emulator takes a lab-only statement. A real ProxySQL has none, and its monitor shuns
+        on its own schedule, so there the row is loaded SHUNNED from mysql_servers and staging is
+        put back to ONLINE: runtime shows SHUNNED until ProxySQL lifts it by itself.
+        """
+        conn = self.connect()
+        try:
+            with conn.cursor() as cur:
+                if not self.is_real:
+                    cur.execute("LAB SHUN SERVER %s %s %s", (hostgroup, host, port))
+                    return
+                where = "WHERE hostgroup_id = %s AND hostname = %s AND port = %s"
+                key = (hostgroup, host, port)
+                cur.execute(f"UPDATE mysql_servers SET status = 'SHUNNED' {where}", key)
+                cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
+                cur.execute(f"UPDATE mysql_servers SET status = 'ONLINE' {where}", key)
+        finally:
+            conn.close()
+
+    def unshun(self, hostgroup: int, host: str, port: int) -> None:
+        """Lift a shun made by `shun` (the emulator only; a real ProxySQL lifts it by itself)."""
+        if self.is_real:
+            return
+        conn = self.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("LAB UNSHUN SERVER %s %s %s", (hostgroup, host, port))
+        finally:
+            conn.close()
 
     def reset(self) -> None:
         """Known empty state through SQL only (so it works on a real ProxySQL too): no servers, no

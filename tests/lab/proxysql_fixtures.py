@@ -37,3 +37,19 @@ def proxysql_admin(proxysql_lab: ProxySQLLab) -> Iterator[ProxySQLLab]:
     main, runtime and disk."""
     proxysql_lab.reset()
     yield proxysql_lab
+
+
+@pytest.fixture(scope="module")
+def private_proxysql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxySQLLab]:
+    """An endpoint of the test module's own (the emulator, or a real proxysql, on free ports)
+    under a directory of its own: apart from the lab's, so it needs no lab lock. Empty it per
+    test with reset()."""
+    lab = ProxySQLLab(tmp_path_factory.mktemp("proxysql-admin"))
+    try:
+        lab.up()
+    except LabError as exc:
+        unavailable(f"a private ProxySQL admin endpoint did not come up: {exc}")
+    try:
+        yield lab
+    finally:
+        lab.down()

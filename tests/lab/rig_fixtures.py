@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from checker_core.model import NodeAddress
+from checker_core.core.model import NodeAddress
 from tests.integration.rig import Rig, addresses
 
 

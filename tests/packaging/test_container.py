@@ -28,8 +28,8 @@ import pytest
 import yaml
 
 from checker_core.cli import COMMANDS
-from checker_core.listen import ListenAddress
-from checker_core.settings_schema import KEYS
+from checker_core.service.listen import ListenAddress
+from checker_core.settings.schema import KEYS
 from tests.integration.rig import Rig
 from tests.lab.process import LabError, free_port, wait_until
 
@@ -165,16 +165,36 @@ class Image:
     volumes: list[str] = field(default_factory=list)
 
 
+_ARG_REF = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+
+
+def _from_args(base: str, defaults: dict[str, str], where: str) -> str:
+    """FROM with the global ARGs' defaults put in (what a build without --build-arg uses)."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        if name not in defaults:
+            raise ValueError(f"{where}: FROM uses ${name}, which no ARG before FROM declares")
+        return defaults[name]
+
+    return _ARG_REF.sub(value, base)
+
+
 def parse_stages(text: str) -> list[Stage]:
     stages: list[Stage] = []
+    defaults: dict[str, str] = {}
     for instruction in parse_instructions(text):
         if instruction.keyword == "FROM":
             words = [w for w in instruction.args.split() if not w.startswith("--")]
             name = words[2] if len(words) == 3 and words[1].upper() == "AS" else None
-            stages.append(Stage(words[0], name))
+            base = _from_args(words[0], defaults, f"line {instruction.line}")
+            stages.append(Stage(base, name))
         elif stages:
             stages[-1].instructions.append(instruction)
-        elif instruction.keyword != "ARG":
+        elif instruction.keyword == "ARG":
+            key, _, default = instruction.args.partition("=")
+            defaults[key.strip()] = default.strip().strip('"')
+        else:
             raise ValueError(f"line {instruction.line}: {instruction.keyword} before FROM")
     if not stages:
         raise ValueError("no FROM")
@@ -355,7 +375,8 @@ def test_parser_reads_continuations_stages_and_forms() -> None:
         [
             "# syntax=docker/dockerfile:1",
             "ARG X=1",
-            "FROM debian:12 AS base",
+            "ARG BASE=debian:12",
+            "FROM ${BASE} AS base",
             "ENV A=1 \\",
             "    # a comment inside a continuation",
             '    B="two words"',

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from checker_core.settings_schema import KEYS, Checker
+from checker_core.settings.schema import KEYS, Checker
 from tests.lab.require import unavailable
 
 UNITS = Path(__file__).resolve().parents[2] / "config" / "systemd"

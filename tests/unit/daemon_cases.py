@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from checker_core.decide import ProbeResult
-from checker_core.model import NodeAddress, ServerRow
-from checker_core.proxysql import ApplyResult
-from checker_core.roster import LiveLayout
+from checker_core.core.model import NodeAddress, ServerRow
+from checker_core.core.probes import ProbeResult
+from checker_core.core.roster import LiveLayout
+from checker_core.edges.proxysql import ApplyResult
 from checker_core.runner import Outcome, PassResult
 from tests.unit.galera_cases import HG, NODES, probe_ok, rows_of, run
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from checker_core.config import ClusterSettings
-from checker_core.decide import Decision, ProbeResult, decide, view_of
-from checker_core.hysteresis import NodeMemory
-from checker_core.model import (
+from checker_core.core.decide import Decision, decide, view_of
+from checker_core.core.hysteresis import NodeMemory
+from checker_core.core.model import (
     ClusterRows,
     Hostgroups,
     NodeAddress,
@@ -16,6 +15,8 @@ from checker_core.model import (
     ServerStatus,
     sort_rows,
 )
+from checker_core.core.probes import ProbeResult
+from checker_core.settings.config import ClusterSettings
 from galera_checker.policy import GaleraFacts, GaleraPolicy
 
 HG = Hostgroups(

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checker_core.model import (
+from checker_core.core.model import (
     COLUMNS,
     BadRow,
     Hostgroups,
@@ -15,7 +15,7 @@ from checker_core.model import (
     ServerStatus,
     sort_rows,
 )
-from checker_core.proxysql import (
+from checker_core.edges.proxysql import (
     LOAD_SERVERS,
     SAVE_SERVERS,
     ApplyFailed,
@@ -87,7 +87,7 @@ def test_plan_statements_load_only_with_changes() -> None:
     row = ServerRow(100, "db1", 3311)
     quiet = Plan(HG, desired=(row,))
     assert plan_statements(quiet, [row], persist=True) == ()
-    from checker_core.model import Change, ChangeKind
+    from checker_core.core.model import Change, ChangeKind
 
     busy = Plan(HG, desired=(row,), changes=(Change(ChangeKind.ADD, None, row, "writer"),))
     assert plan_statements(busy, [row], persist=True) == (LOAD_SERVERS, SAVE_SERVERS)

@@ -10,8 +10,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from checker_core.config import ConfigError, Secret, load
-from checker_core.settings_schema import KEYS, Checker
+from checker_core.settings.config import ConfigError, Secret, load
+from checker_core.settings.schema import KEYS, Checker
 from galera_checker.cli import build as build_galera
 from gr_checker.cli import build as build_gr
 
@@ -121,6 +121,31 @@ def test_env_password_overrides_file(write_config: WriteConfig) -> None:
             "cluster[0].name: 'a b': use 1-64 of A-Z a-z 0-9 _ . -",
         ),
         (('name = "main"\n', ""), "cluster[0].name: missing (required)"),
+        (
+            ('name = "main"', 'name = "main\\nx"'),
+            "cluster[0].name: 'main\\nx': use 1-64 of A-Z a-z 0-9 _ . -",
+        ),
+        (
+            ('host = "127.0.0.1"', 'host = "127.0.0.1; DROP TABLE x"'),
+            "proxysql.host: '127.0.0.1; DROP TABLE x' is not a host name or an IP address",
+        ),
+        (
+            ('host = "127.0.0.1"', 'host = "/tmp/proxysql_admin.sock"'),
+            "proxysql.host: '/tmp/proxysql_admin.sock' is not a host name or an IP address",
+        ),
+        (
+            ("port = 6032", 'port = 6032\ncluster_address = "proxysql-0"'),
+            "proxysql.cluster_address: 'proxysql-0': expected host:port, as proxysql_servers "
+            "names this proxy",
+        ),
+        (
+            ("port = 6032", 'port = 6032\ncluster_address = "proxy sql:6032"'),
+            "proxysql.cluster_address: 'proxy sql' is not a host name or an IP address",
+        ),
+        (
+            ("port = 6032", 'port = 6032\ncluster = "on"'),
+            "proxysql.cluster: must be one of auto, off, got 'on'",
+        ),
         (
             ("offline_hostgroup = 9100", "offline_hostgroup = 9100\nretry_donw = 2"),
             "cluster[0].retry_donw: unknown key (did you mean retry_down?)",
@@ -398,7 +423,7 @@ class SlowAdmin:
 def test_pass_with_no_time_left_to_probe_changes_nothing(
     write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from checker_core.proxysql import AdminClient
+    from checker_core.edges.proxysql import AdminClient
     from checker_core.runner import Mode, Outcome, PassRunner
     from galera_checker.cli import kind
 

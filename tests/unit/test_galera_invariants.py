@@ -10,10 +10,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker_core.decide import Decision, ProbeResult
-from checker_core.model import NodeAddress, ServerRow, ServerStatus
-from checker_core.verdict import State
+from checker_core.core.decide import Decision
+from checker_core.core.model import NodeAddress, ServerRow, ServerStatus
+from checker_core.core.probes import ProbeFailure, ProbeResult
+from checker_core.core.verdict import State
 from tests.unit.galera_cases import HG, MARIADB_HEALTHY, rows_of, run
+from tests.unit.reader_meaning import check_reader_meaning
 
 HOSTS = [NodeAddress("127.0.0.1", 3311 + i) for i in range(5)]
 ROUTED = (HG.writer, HG.backup_writer, HG.reader)
@@ -55,7 +57,8 @@ def cluster_states(draw: st.DrawFn) -> dict[str, object]:
                 node, GaleraFacts({**MARIADB_HEALTHY, **draw(fact_variants)}), None, 1.0
             )
         else:
-            probes[node] = ProbeResult(node, None, "down", 1.0)
+            failure = draw(st.sampled_from(list(ProbeFailure)))
+            probes[node] = ProbeResult(node, None, f"no answer ({failure.label})", 1.0, failure)
     return {
         "live": live,
         "weights": weights,
@@ -87,6 +90,9 @@ def online(decision: Decision, hostgroup: int) -> set[NodeAddress]:
 @given(cluster_states())
 def test_invariants(state: dict[str, object]) -> None:
     decision = decide_state(state)
+    if decision.blind:
+        assert decision.plan.changes == (), "a pass that heard no node changes nothing"
+        return
     max_writers = state["max_writers"]
     assert isinstance(max_writers, int)
     assert len(online(decision, HG.writer)) <= max_writers
@@ -99,7 +105,7 @@ def test_invariants(state: dict[str, object]) -> None:
     for hostgroup in ROUTED:
         assert not (online(decision, hostgroup) & bad), f"route to a bad node in {hostgroup}"
     for node in online(decision, HG.writer):
-        assert decision.verdicts[node].writable or decision.verdicts[node].state is State.SUSPECT
+        assert decision.verdicts[node].writable or decision.verdicts[node].state.keeps_place
 
     roster = set(decision.roster.addresses)
     placed = {r.node for r in decision.plan.desired}
@@ -122,6 +128,14 @@ def test_invariants(state: dict[str, object]) -> None:
     for row in live:
         if row.status is ServerStatus.OFFLINE_HARD:
             assert row in decision.plan.desired
+
+
+@settings(max_examples=300, deadline=None)
+@given(cluster_states())
+def test_writer_is_also_reader_meanings(state: dict[str, object]) -> None:
+    mode = state["writer_is_also_reader"]
+    assert isinstance(mode, int)
+    check_reader_meaning(decide_state(state), mode, HG)
 
 
 @settings(max_examples=200, deadline=None)

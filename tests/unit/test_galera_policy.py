@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from checker_core.hysteresis import NodeMemory
-from checker_core.model import ChangeKind, NodeAddress, ServerStatus
-from checker_core.roster import BadRows
-from checker_core.verdict import State
+from checker_core.core.hysteresis import NodeMemory
+from checker_core.core.model import ChangeKind, NodeAddress, ServerRow, ServerStatus
+from checker_core.core.probes import ProbeFailure, ProbeResult
+from checker_core.core.roster import BadRows
+from checker_core.core.verdict import State
 from galera_checker.policy import GaleraFacts, judge
 from tests.unit.galera_cases import (
     HG,
@@ -85,9 +86,21 @@ def test_verdict_rules(
     assert (verdict.state, verdict.reason, verdict.hard) == (state, reason, hard)
 
 
-def test_unreachable_is_down_but_soft() -> None:
-    verdict = judge(N1, None, "Can't connect (error 2003)", 0, False)
-    assert (verdict.state, verdict.hard) == (State.DOWN, False)
+@pytest.mark.parametrize(
+    "failure",
+    [
+        ProbeFailure.SILENT,  # a timeout: maybe the network, maybe the checker
+        ProbeFailure.ERROR,  # the server answered, but not to our probe
+        None,  # an error with no kind is an ERROR
+        ProbeFailure.REFUSED,  # nothing listens: stopped, or restarting for a moment
+    ],
+)
+def test_unreachable_is_down_after_retry_down_whatever_the_failure(
+    failure: ProbeFailure | None,
+) -> None:
+    probe = ProbeResult(N1, None, "Can't connect (error 2003)", 1.0, failure)
+    verdict = judge(N1, None, probe, 0, False)
+    assert (verdict.state, verdict.hard) == (State.DOWN, False)  # G1: soft evidence
     assert verdict.reason == "unreachable: Can't connect (error 2003)"
 
 
@@ -121,20 +134,49 @@ def test_segment_is_read_from_provider_options() -> None:
 
 @pytest.mark.parametrize(
     ("mode", "readers"),
-    [(0, {N1}), (1, {N1, N2, N3}), (2, {N2, N3})],
+    [(0, {N2, N3}), (1, {N1, N2, N3}), (2, {N2, N3})],
 )
 def test_writer_is_also_reader(mode: int, readers: set[NodeAddress]) -> None:
     decision = run(steady(), writer_is_also_reader=mode)
     assert hostgroup_members(decision, HG.writer) == {N1}
     assert hostgroup_members(decision, HG.backup_writer) == {N2, N3}
-    # mode 0 leaves no reader but the writer: it reads rather than leave reads nowhere to go
+    # 0 keeps reads off the writer and backup writers read; on a cluster where every node may
+    # write, 2 (ProxySQL's native meaning) gives the same layout
     assert hostgroup_members(decision, HG.reader) == readers
+    assert decision.assignment.why_readers == ""
 
 
-def test_writer_is_also_reader_0_with_a_read_only_node() -> None:
-    decision = run(steady(), {N3: probe_ok(N3, read_only="ON")}, writer_is_also_reader=0)
-    assert hostgroup_members(decision, HG.reader) == {N3}
+@pytest.mark.parametrize("mode", [0, 2])
+def test_writer_is_also_reader_with_a_read_only_node(mode: int) -> None:
+    decision = run(steady(), {N3: probe_ok(N3, read_only="ON")}, writer_is_also_reader=mode)
+    assert hostgroup_members(decision, HG.writer) == {N1}
     assert hostgroup_members(decision, HG.backup_writer) == {N2}
+    assert hostgroup_members(decision, HG.reader) == {N2, N3}
+
+
+def test_writer_is_also_reader_0_and_2_differ_on_a_writable_node_that_is_no_backup() -> None:
+    # an operator parked N2's backup-writer row (OFFLINE_HARD): N2 may still write, so under
+    # ProxySQL's native 2 it does not read; under 0 every node but the writer reads
+    parked = ServerRow(HG.backup_writer, N2.host, N2.port, status=ServerStatus.OFFLINE_HARD)
+    live = [r for r in steady() if r.key != parked.key] + [parked]
+    zero = run(live, writer_is_also_reader=0)
+    two = run(live, writer_is_also_reader=2)
+    assert hostgroup_members(zero, HG.reader) == {N2, N3}
+    assert hostgroup_members(two, HG.reader) == {N3}
+
+
+@pytest.mark.parametrize("mode", [0, 2])
+def test_the_writer_reads_when_no_other_node_can_and_the_pass_says_so(mode: int) -> None:
+    decision = run(steady(), {N2: probe_down(N2), N3: probe_down(N3)}, writer_is_also_reader=mode)
+    assert hostgroup_members(decision, HG.writer) == {N1}
+    assert hostgroup_members(decision, HG.reader) == {N1}
+    assert decision.assignment.why_readers == "the writer reads too: no other node can"
+
+
+def test_writer_is_also_reader_1_with_one_node_left_says_nothing_special() -> None:
+    decision = run(steady(), {N2: probe_down(N2), N3: probe_down(N3)}, writer_is_also_reader=1)
+    assert hostgroup_members(decision, HG.reader) == {N1}
+    assert decision.assignment.why_readers == ""
 
 
 def test_steady_state_has_no_changes() -> None:
@@ -284,8 +326,8 @@ def test_foreign_row_in_managed_hostgroup_is_bad_input() -> None:
 
 
 def test_empty_templates_are_adopted_from_managed_rows() -> None:
-    from checker_core.decide import decide, view_of
-    from checker_core.model import ClusterRows
+    from checker_core.core.decide import decide, view_of
+    from checker_core.core.model import ClusterRows
     from galera_checker.policy import GaleraPolicy
     from tests.unit.galera_cases import cluster_settings
 
@@ -306,8 +348,8 @@ def test_empty_templates_are_adopted_from_managed_rows() -> None:
 
 
 def test_adoption_takes_each_weight_from_its_own_hostgroup() -> None:
-    from checker_core.model import ServerRow
-    from checker_core.roster import adopt_templates
+    from checker_core.core.model import ServerRow
+    from checker_core.core.roster import adopt_templates
 
     live = [
         ServerRow(HG.writer, N1.host, N1.port, weight=1000),
@@ -329,8 +371,8 @@ def test_adoption_takes_each_weight_from_its_own_hostgroup() -> None:
 
 
 def test_drain_ends_when_connections_are_done_or_time_runs_out() -> None:
-    from checker_core.decide import drained_writers
-    from checker_core.roster import LiveLayout
+    from checker_core.core.decide import drained_writers
+    from checker_core.core.roster import LiveLayout
     from tests.unit.galera_cases import cluster_settings, rows_of
 
     layout = LiveLayout.of(rows_of([placed(N1, HG.writer, ServerStatus.OFFLINE_SOFT)]), HG)

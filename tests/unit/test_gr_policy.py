@@ -10,13 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker_core.decide import Decision, ProbeResult, decide, view_of
-from checker_core.hysteresis import NodeMemory
-from checker_core.model import ClusterRows, NodeAddress, ServerRow, ServerStatus, sort_rows
+from checker_core.core.decide import Decision, decide, view_of
+from checker_core.core.hysteresis import NodeMemory
+from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, ServerStatus, sort_rows
+from checker_core.core.probes import ProbeFailure, ProbeResult
+from checker_core.core.verdict import State
 from checker_core.runner import Outcome, PassResult
-from checker_core.verdict import State
 from gr_checker.policy import GrFacts, GroupReplicationPolicy, Member
 from tests.unit.galera_cases import HG, cluster_settings, templates
+from tests.unit.reader_meaning import check_reader_meaning
 
 M1, M2, M3 = (NodeAddress("127.0.0.1", p) for p in (3321, 3322, 3323))
 MEMBERS = (M1, M2, M3)
@@ -229,6 +231,9 @@ def test_multi_primary_writers_up_to_max() -> None:
 
 # ------------------------------------------------------------------------------- invariants
 
+ROUTED = (HG.writer, HG.backup_writer, HG.reader)
+HELD_STATUSES = (ServerStatus.ONLINE, ServerStatus.SHUNNED)
+
 member_state = st.sampled_from(
     ["ONLINE", "ONLINE", "ONLINE", "RECOVERING", "UNREACHABLE", "ERROR", "OFFLINE"]
 )
@@ -243,7 +248,8 @@ def group_states(
     probes: dict[NodeAddress, ProbeResult] = {}
     for node in MEMBERS:
         if draw(st.integers(0, 4)) == 0:
-            probes[node] = ProbeResult(node, None, "down", 1.0)
+            failure = draw(st.sampled_from(list(ProbeFailure)))
+            probes[node] = ProbeResult(node, None, f"no answer ({failure.label})", 1.0, failure)
             continue
         states = {n: draw(member_state) for n in MEMBERS}
         members = view(primary, states, multi)
@@ -271,20 +277,31 @@ def test_gr_invariants(
 ) -> None:
     live, probes, cluster = state
     decision = run(live, probes, **cluster)
+    if decision.blind:
+        assert decision.plan.changes == (), "a pass that heard no member changes nothing"
+        return
+    routed_before = {r.node for r in live if r.hostgroup_id in ROUTED and r.status in HELD_STATUSES}
     writers = online(decision, HG.writer)
     assert len(writers) <= int(str(cluster["max_writers"]))
     for node in writers:
-        probe = probes[node]
-        gr = probe.facts
+        gr = probes[node].facts
+        if gr is None:
+            # silent while most members were: kept where it was, never promoted
+            assert decision.verdicts[node].state.keeps_place and node in routed_before
+            continue
         assert isinstance(gr, GrFacts)
         if cluster["brownout"] == "hold":
             assert not gr.super_read_only, "never a super_read_only node in the writer hostgroup"
-    for hostgroup in (HG.writer, HG.backup_writer, HG.reader):
+    for hostgroup in ROUTED:
         for node in online(decision, hostgroup):
             gr = probes[node].facts
+            if gr is None:
+                assert decision.verdicts[node].state.keeps_place and node in routed_before
+                continue
             assert isinstance(gr, GrFacts)
             assert gr.has_quorum, "never a route to a minority / non-ONLINE member"
     assert {r.node for r in decision.plan.desired} == set(MEMBERS)
+    check_reader_meaning(decision, int(str(cluster["writer_is_also_reader"])), HG)
     again = run(list(decision.plan.desired), probes, decision.memory, **cluster)
     if not any(r.status is ServerStatus.OFFLINE_SOFT for r in decision.plan.desired):
         assert again.plan.changes == ()

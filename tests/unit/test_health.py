@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from checker_core.health import ClusterRecord, judge_health
 from checker_core.runner import Outcome, PassResult
+from checker_core.service.health import ClusterRecord, judge_health
 
 INTERVAL = 2.0
 START = 1000.0
@@ -23,6 +23,13 @@ def history(*passes: tuple[float, Outcome]) -> ClusterRecord | None:
     return record
 
 
+BLIND_TWICE = (
+    (START + 1, Outcome.UNCHANGED),
+    (START + 2, Outcome.BLIND),
+    (START + 3, Outcome.BLIND),
+)
+
+
 @pytest.mark.parametrize(
     ("passes", "now", "healthy"),
     [
@@ -38,6 +45,16 @@ def history(*passes: tuple[float, Outcome]) -> ClusterRecord | None:
         (((START + 1, Outcome.BAD_INPUT),), START + 6.5, False),
         (((START + 1, Outcome.BUSY),), START + 6.5, False),  # someone else holds the lock
         (((START + 1, Outcome.FAILED), (START + 7, Outcome.UNCHANGED)), START + 8, True),
+        # blind passes keep the layout but check nothing: a few are a hiccup, three in a row
+        # are a checker that cannot see the cluster, even while its last success is recent
+        (BLIND_TWICE, START + 3.5, True),
+        ((*BLIND_TWICE, (START + 4, Outcome.BLIND)), START + 4.5, False),
+        (
+            (*BLIND_TWICE, (START + 4, Outcome.BLIND), (START + 5, Outcome.UNCHANGED)),
+            START + 5,
+            True,
+        ),
+        (((START + 1, Outcome.BLIND),), START + 1.5, False),  # never a success
     ],
 )
 def test_health_rule(passes: tuple[tuple[float, Outcome], ...], now: float, healthy: bool) -> None:
@@ -58,3 +75,13 @@ def test_one_bad_cluster_makes_the_daemon_unhealthy_and_is_named() -> None:
     assert isinstance(clusters, dict)
     assert clusters["a"]["healthy"] is True
     assert clusters["b"]["last_outcome"] == "failed"
+
+
+def test_blind_passes_in_a_row_are_named_in_the_reason() -> None:
+    record = history(*BLIND_TWICE, (START + 4, Outcome.BLIND))
+    health = judge_health({"main": record}, INTERVAL, START, START + 4.1)
+    assert not health.healthy
+    assert "cluster main: 3 blind passes in a row" in health.reason
+    clusters = health.document()["clusters"]
+    assert isinstance(clusters, dict)
+    assert clusters["main"]["blind_passes_in_a_row"] == 3

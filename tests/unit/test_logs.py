@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from checker_core.logs import get_logger
+from checker_core.edges.logs import get_logger
 from checker_core.report import log_pass
 from tests.unit.daemon_cases import failed_pass, galera_pass
 from tests.unit.galera_cases import N1, probe_down
@@ -44,8 +44,8 @@ NODE_FIELDS = {
     "duration_ms",
 }  # fmt: skip
 PASS_FIELDS = {
-    "event", "level", "ts", "checker", "cluster", "pass_id", "outcome", "duration_ms", "writers",
-    "verdicts", "change", "loaded", "reason", "summary",
+    "event", "level", "ts", "checker", "cluster", "pass_id", "outcome", "role", "duration_ms",
+    "writers", "verdicts", "change", "loaded", "reason", "summary",
 }  # fmt: skip
 
 

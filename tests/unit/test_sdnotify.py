@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from checker_core.sdnotify import Notifier
+from checker_core.service.sdnotify import Notifier
 
 
 @pytest.fixture

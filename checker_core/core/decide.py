@@ -1,0 +1,205 @@
+"""One pass's decision (rule S1): a pure function of ProxySQL's rows, the probes, the memory and
+the settings. Each checker brings its Policy; everything else is shared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from checker_core.core.hysteresis import NodeMemory, settle
+from checker_core.core.model import ClusterRows, NodeAddress, Plan, ServerRow, sort_rows
+from checker_core.core.planner import plan
+from checker_core.core.probes import CLEAR, PassSight, ProbeResult, Sight, sight_of
+from checker_core.core.roles import Assignment, RoleRules, assign
+from checker_core.core.roster import LiveLayout, Roster, adopt_templates, build_roster, check_rows
+from checker_core.core.verdict import State, Verdict
+from checker_core.settings.config import ClusterSettings
+
+
+class Policy(Protocol):
+    """What a checker decides for itself: verdicts from probes, and who writes."""
+
+    def judge_all(
+        self,
+        probes: Mapping[NodeAddress, ProbeResult],
+        cluster: ClusterSettings,
+        memory: Mapping[NodeAddress, NodeMemory],
+    ) -> dict[NodeAddress, Verdict]: ...
+
+    def choose_writers(
+        self,
+        verdicts: Mapping[NodeAddress, Verdict],
+        roster: Roster,
+        layout: LiveLayout,
+        cluster: ClusterSettings,
+    ) -> tuple[tuple[NodeAddress, ...], str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    roster: Roster
+    adopted: tuple[ServerRow, ...]  # template rows built this pass (empty templates), else ()
+    raw: Mapping[NodeAddress, Verdict]  # what the probes said
+    verdicts: Mapping[NodeAddress, Verdict]  # what the pass acts on (after hysteresis)
+    assignment: Assignment
+    plan: Plan
+    memory: Mapping[NodeAddress, NodeMemory]
+    sight: PassSight = CLEAR
+
+    @property
+    def blind(self) -> bool:
+        return self.sight.sight is Sight.BLIND
+
+
+QUEUE_SAMPLES = 10  # enough points for a drain rate, few enough to keep the state file small
+
+
+def queue_history(
+    verdict: Verdict, memory: NodeMemory, now: float
+) -> tuple[tuple[float, int], ...]:
+    """Queue lengths seen during a brownout, newest last; forgotten once it is over."""
+    if verdict.state is not State.BROWNOUT or verdict.queue is None:
+        return ()
+    return (*memory.queue_samples, (now, verdict.queue))[-QUEUE_SAMPLES:]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """What ProxySQL's rows say about one cluster, read once per pass: who is in the roster
+    (adopted from the managed rows when the templates are empty) and where each node is live."""
+
+    rows: ClusterRows
+    roster: Roster
+    adopted: tuple[ServerRow, ...]
+    layout: LiveLayout
+
+
+def view_of(rows: ClusterRows, cluster: ClusterSettings) -> ClusterView:
+    """Raise BadRows for rows the tool must not act on, before any node is probed."""
+    hostgroups = cluster.hostgroups
+    templates = rows.live(hostgroups.templates)
+    adopted = () if templates else adopt_templates(rows.live(hostgroups.managed), hostgroups)
+    roster = build_roster(templates or adopted, hostgroups)
+    check_rows(rows, hostgroups, roster)
+    return ClusterView(rows, roster, adopted, LiveLayout.of(rows, hostgroups))
+
+
+def drained_writers(
+    layout: LiveLayout,
+    in_use: Mapping[NodeAddress, int],
+    memory: Mapping[NodeAddress, NodeMemory],
+    cluster: ClusterSettings,
+    now: float,
+) -> frozenset[NodeAddress]:
+    """Draining writers whose connections are done (ConnUsed 0), or whose drain ran too long."""
+    done = set()
+    for node in layout.draining:
+        since = memory[node].drain_since if node in memory else None
+        timed_out = since is not None and (now - since) * 1000 >= cluster.drain_timeout_ms
+        if in_use.get(node, 0) == 0 or timed_out:
+            done.add(node)
+    return frozenset(done)
+
+
+def decide(
+    policy: Policy,
+    view: ClusterView,
+    probes: Mapping[NodeAddress, ProbeResult],
+    *,
+    memory: Mapping[NodeAddress, NodeMemory],
+    cluster: ClusterSettings,
+    in_use: Mapping[NodeAddress, int],
+    now: float,
+) -> Decision:
+    """`in_use`: ConnUsed of the servers draining in the writer hostgroup (empty when none)."""
+    roster, adopted, layout = view.roster, view.adopted, view.layout
+    drained = drained_writers(layout, in_use, memory, cluster, now)
+    raw = policy.judge_all(probes, cluster, memory)
+    sight = sight_of(probes, roster.addresses)
+    if sight.sight is Sight.BLIND:
+        return blind_decision(view, raw, memory, sight)
+    verdicts: dict[NodeAddress, Verdict] = {}
+    remembered: dict[NodeAddress, NodeMemory] = {}
+    for node in roster.addresses:
+        verdict = _raw_verdict(raw, node)
+        if node in sight.silent:
+            # the checker's own blindness: the node keeps its place and its counters
+            verdicts[node] = verdict.unseen(f"{verdict.reason} (not counted: {sight.reason})")
+            remembered[node] = memory.get(node) or NodeMemory(routable=layout.routed(node))
+            continue
+        settled, node_memory = settle(
+            verdict, memory.get(node), layout.routed(node), cluster.retry_up, cluster.retry_down
+        )
+        verdicts[node] = settled
+        remembered[node] = replace(
+            node_memory,
+            lagging=verdict.state is State.LAGGING,
+            queue_samples=queue_history(verdict, node_memory, now),
+        )
+    writers, how = policy.choose_writers(verdicts, roster, layout, cluster)
+    rules = RoleRules(
+        max_writers=cluster.max_writers,
+        writer_is_also_reader=cluster.writer_is_also_reader,
+        kill_demoted_writer_connections=cluster.kill_demoted_writer_connections,
+    )
+    assignment = assign(
+        writers, verdicts, roster, layout, rules=rules, drained=drained, why_writers=how
+    )
+    for node in roster.addresses:
+        draining = node in assignment.draining
+        since = remembered[node].drain_since
+        remembered[node] = replace(
+            remembered[node],
+            drain_since=(since if since is not None else now) if draining else None,
+        )
+    return Decision(
+        roster=roster,
+        adopted=adopted,
+        raw=raw,
+        verdicts=verdicts,
+        assignment=assignment,
+        plan=replace(plan(roster, layout, assignment, verdicts), adopted=adopted),
+        memory=remembered,
+        sight=sight,
+    )
+
+
+def blind_decision(
+    view: ClusterView,
+    raw: Mapping[NodeAddress, Verdict],
+    memory: Mapping[NodeAddress, NodeMemory],
+    sight: PassSight,
+) -> Decision:
+    """No node answered: keep every row where it is, staging included, adopt nothing, and count
+    nothing. With nobody answering there is no better writer to move to, and ProxySQL's own
+    monitor still shuns a server that really died."""
+    roster, layout = view.roster, view.layout
+    hostgroups = layout.hostgroups
+    verdicts = {}
+    for node in roster.addresses:
+        verdict = _raw_verdict(raw, node)
+        verdicts[node] = verdict.unseen(f"{verdict.reason} (not counted: no node answered)")
+    kept = Assignment(
+        writers=layout.writers,
+        backup_writers=layout.backup_writers,
+        readers=layout.readers,
+        draining=layout.draining,
+        why_writers="kept: no node answered",
+    )
+    staged = sort_rows(view.rows.staged(hostgroups.managed))
+    return Decision(
+        roster=roster,
+        adopted=(),
+        raw=raw,
+        verdicts=verdicts,
+        assignment=kept,
+        plan=Plan(hostgroups=hostgroups, desired=staged),
+        memory={n: memory[n] for n in roster.addresses if n in memory},
+        sight=sight,
+    )
+
+
+def _raw_verdict(raw: Mapping[NodeAddress, Verdict], node: NodeAddress) -> Verdict:
+    return raw.get(node) or Verdict(node, State.DOWN, "not probed")

@@ -1,0 +1,121 @@
+"""What a pass heard from its nodes: each probe's result, how a failed one failed, and whether
+the checker could see at all. Pure.
+
+A probe that got a definite answer (facts, a refused connection, an error from the server) is
+evidence about the node. Silence (no answer before the pass deadline, a connect or read timeout)
+is evidence about the node only when the checker could hear the others: when most nodes are
+silent in the same pass, the silence says more about the checker (starved of CPU, a cold start,
+its own network) than about the cluster, and acting on it would take healthy nodes out.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from checker_core.core.model import NodeAddress
+from checker_core.core.verdict import State, Verdict
+
+
+class ProbeFailure(enum.Enum):
+    """How a probe failed. ERROR and REFUSED are answers: the node was heard. SILENT is not."""
+
+    SILENT = ("silent", "no answer in time: soft, subject to retry_down and the blind-pass rule")
+    ERROR = ("error", "the server answered with an error (access denied, too many connections)")
+    REFUSED = ("refused", "nothing listens on the port: the server is not running")
+
+    def __init__(self, label: str, meaning: str) -> None:
+        self.label = label
+        self.meaning = meaning
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """One node's probe: the facts it read, or why it read nothing. Failure is data."""
+
+    node: NodeAddress
+    facts: object | None
+    error: str | None
+    elapsed_ms: float
+    failure: ProbeFailure | None = None  # None with an error: ERROR
+
+    @property
+    def answered(self) -> bool:
+        return self.error is None and self.facts is not None
+
+    @property
+    def how_failed(self) -> ProbeFailure | None:
+        if self.answered:
+            return None
+        return self.failure or ProbeFailure.ERROR
+
+
+def unreachable(node: NodeAddress, probe: ProbeResult | None) -> Verdict:
+    """G1 / R2 for a probe that read nothing: down after retry_down bad probes, whatever the
+    kind of failure. A refused connection is definite, but a restarting server refuses for a
+    moment too, and retry_down is the tolerance the operator chose for exactly that; the kind
+    matters to the pass's sight (silence may be the checker's own), not to this verdict."""
+    if probe is None:
+        return Verdict(node, State.DOWN, "not probed")
+    return Verdict(node, State.DOWN, f"unreachable: {probe.error or 'no answer'}")
+
+
+class Sight(enum.Enum):
+    """How much of the cluster a pass could see."""
+
+    CLEAR = ("clear", "most nodes answered: every verdict counts")
+    PARTIAL = ("partial", "most nodes were silent: the silent ones keep their place, not counted")
+    BLIND = ("blind", "no node answered: the pass changes nothing")
+
+    def __init__(self, label: str, meaning: str) -> None:
+        self.label = label
+        self.meaning = meaning
+
+
+@dataclass(frozen=True, slots=True)
+class PassSight:
+    sight: Sight
+    silent: frozenset[NodeAddress]  # the nodes whose silence is not counted against them
+    reason: str  # for the pass line; empty when the sight is clear
+
+
+CLEAR = PassSight(Sight.CLEAR, frozenset(), "")
+
+
+def sight_of(probes: Mapping[NodeAddress, ProbeResult], nodes: Iterable[NodeAddress]) -> PassSight:
+    """BLIND when no roster node answered; PARTIAL when more than half were silent."""
+    roster = tuple(nodes)
+    results = [probes.get(n) for n in roster]
+    answered = sum(1 for r in results if r is not None and r.answered)
+    silent = frozenset(
+        n
+        for n, r in zip(roster, results, strict=True)
+        if r is None or r.how_failed is ProbeFailure.SILENT
+    )
+    if not roster:
+        return CLEAR
+    waited = max((r.elapsed_ms for r in results if r is not None), default=0.0)
+    if answered == 0:
+        counts = _failure_counts(results)
+        return PassSight(
+            Sight.BLIND,
+            frozenset(roster),
+            f"blind: no node answered within {waited:.0f} ms ({counts}); layout kept",
+        )
+    if len(silent) * 2 > len(roster):
+        return PassSight(
+            Sight.PARTIAL,
+            silent,
+            f"partly blind: {len(silent)} of {len(roster)} nodes silent within {waited:.0f} ms; "
+            "the silent keep their place",
+        )
+    return CLEAR
+
+
+def _failure_counts(results: Iterable[ProbeResult | None]) -> str:
+    counts: dict[str, int] = {}
+    for result in results:
+        label = "not probed" if result is None else (result.how_failed or ProbeFailure.ERROR).label
+        counts[label] = counts.get(label, 0) + 1
+    return ", ".join(f"{n} {label}" for label, n in sorted(counts.items()))

@@ -1,0 +1,154 @@
+"""Roles both checkers share once the writers are chosen: backup writers, readers, draining.
+
+Pure: verdicts, roster, live layout and settings in; an Assignment out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from checker_core.core.model import NodeAddress
+from checker_core.core.roster import LiveLayout, Roster
+from checker_core.core.verdict import State, Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """Where each node goes this pass; a node in none of these goes to the offline hostgroup."""
+
+    writers: tuple[NodeAddress, ...]
+    backup_writers: tuple[NodeAddress, ...]
+    readers: tuple[NodeAddress, ...]
+    draining: tuple[NodeAddress, ...]  # OFFLINE_SOFT in the writer hostgroup until drained
+    why_writers: str  # how the writers were chosen, for the log
+    why_readers: str = ""  # said when the readers are not what writer_is_also_reader asks
+
+    def routed(self, node: NodeAddress) -> bool:
+        return node in self.writers or node in self.backup_writers or node in self.readers
+
+
+@dataclass(frozen=True, slots=True)
+class RoleRules:
+    """The settings that decide roles, taken from the cluster's configuration."""
+
+    max_writers: int
+    writer_is_also_reader: int
+    kill_demoted_writer_connections: bool
+
+
+def keeps_place(verdict: Verdict | None) -> bool:
+    """A tolerated bad probe, or silence the pass does not count: the node keeps whatever it
+    has, and gains nothing new."""
+    return verdict is not None and verdict.state.keeps_place
+
+
+def assign(
+    writers: Sequence[NodeAddress],
+    verdicts: Mapping[NodeAddress, Verdict],
+    roster: Roster,
+    layout: LiveLayout,
+    *,
+    rules: RoleRules,
+    drained: frozenset[NodeAddress],
+    why_writers: str,
+) -> Assignment:
+    """Complete an Assignment around the chosen writers.
+
+    `drained`: nodes draining in the writer hostgroup whose connections are gone (or whose drain
+    ran out of time); they leave the writer hostgroup now.
+    """
+    hostgroups = layout.hostgroups
+    chosen = tuple(writers)
+
+    def allowed(node: NodeAddress, hostgroup: int) -> bool:
+        return not layout.blocked(node, hostgroup)
+
+    backups = tuple(
+        rn.node
+        for rn in roster.nodes
+        if rn.writer is not None
+        and rn.node not in chosen
+        and allowed(rn.node, hostgroups.backup_writer)
+        and _may_back_up(verdicts.get(rn.node), rn.node in layout.backup_writers)
+    )
+
+    readable = tuple(
+        rn.node
+        for rn in roster.nodes
+        if rn.reader is not None
+        and allowed(rn.node, hostgroups.reader)
+        and _may_read(verdicts.get(rn.node), rn.node in layout.readers)
+    )
+    read_only = frozenset(
+        rn.node for rn in roster.nodes if rn.writer is None or not _writable(verdicts.get(rn.node))
+    )
+    readers = _readers(rules.writer_is_also_reader, readable, chosen, backups, read_only)
+    why_readers = ""
+    if not readers:
+        # nobody else can read: the writers read too rather than leave reads nowhere to go
+        readers = tuple(n for n in chosen if allowed(n, hostgroups.reader))
+        if readers and rules.writer_is_also_reader != 1:
+            why_readers = "the writer reads too: no other node can"
+
+    draining: list[NodeAddress] = []
+    if not rules.kill_demoted_writer_connections:
+        for node in layout.writers:
+            verdict = verdicts.get(node)
+            if node not in chosen and verdict is not None and verdict.drain:
+                draining.append(node)
+        for node in layout.draining:
+            if node not in chosen and node not in drained and node not in draining:
+                draining.append(node)
+    return Assignment(
+        writers=chosen,
+        backup_writers=backups,
+        readers=readers,
+        draining=tuple(draining),
+        why_writers=why_writers,
+        why_readers=why_readers,
+    )
+
+
+def _readers(
+    mode: int,
+    readable: tuple[NodeAddress, ...],
+    writers: tuple[NodeAddress, ...],
+    backups: tuple[NodeAddress, ...],
+    read_only: frozenset[NodeAddress],
+) -> tuple[NodeAddress, ...]:
+    """writer_is_also_reader (G14, R6), before the fallback to the writers.
+
+    0: every readable node but the writers, backup writers included: reads stay off the writer,
+       as galera_check.pl and pxc_scheduler_handler mean it.
+    1: every readable node, the writers too.
+    2: ProxySQL's native meaning: backup writers and the nodes that may not write (read_only,
+       or no writer row in the roster) read; the writers do not. Where every node may write,
+       this is the same as 0.
+    """
+    if mode == 1:
+        return readable
+    others = tuple(n for n in readable if n not in writers)
+    if mode == 0:
+        return others
+    return tuple(n for n in others if n in backups or n in read_only)
+
+
+def _writable(verdict: Verdict | None) -> bool:
+    return verdict is not None and verdict.writable
+
+
+def _may_back_up(verdict: Verdict | None, backup_now: bool) -> bool:
+    if verdict is None:
+        return False
+    if keeps_place(verdict):
+        return backup_now
+    return verdict.writable and verdict.state is State.HEALTHY
+
+
+def _may_read(verdict: Verdict | None, reader_now: bool) -> bool:
+    if verdict is None:
+        return False
+    if keeps_place(verdict):
+        return reader_now
+    return verdict.state is State.HEALTHY

@@ -1,0 +1,170 @@
+"""The roster (every node of a cluster, with its weights) and where ProxySQL has them live now.
+
+The roster lives in ProxySQL itself, in two template hostgroups: a node's row in the writer
+template gives its writer weight and attributes, its row in the reader template its reader weight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from checker_core.core.model import (
+    ClusterRows,
+    Hostgroups,
+    NodeAddress,
+    ServerRow,
+    ServerStatus,
+    sort_rows,
+)
+
+
+class BadRows(ValueError):
+    """ProxySQL holds rows the tool will not act on; every line names a row (exit code 2)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("; ".join(self.problems))
+
+
+@dataclass(frozen=True, slots=True)
+class RosterNode:
+    node: NodeAddress
+    writer: ServerRow | None  # its row in the writer template: a writer candidate
+    reader: ServerRow | None  # its row in the reader template: a reader candidate
+
+    @property
+    def template(self) -> ServerRow:
+        """The attributes to copy when the node is placed (writer template first)."""
+        row = self.writer or self.reader
+        assert row is not None
+        return row
+
+    @property
+    def writer_weight(self) -> int:
+        return self.writer.weight if self.writer else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Roster:
+    nodes: tuple[RosterNode, ...]
+
+    def get(self, node: NodeAddress) -> RosterNode | None:
+        return next((n for n in self.nodes if n.node == node), None)
+
+    @property
+    def addresses(self) -> tuple[NodeAddress, ...]:
+        return tuple(n.node for n in self.nodes)
+
+
+def build_roster(template_rows: Iterable[ServerRow], hostgroups: Hostgroups) -> Roster:
+    writers = {r.node: r for r in template_rows if r.hostgroup_id == hostgroups.config_writer}
+    readers = {r.node: r for r in template_rows if r.hostgroup_id == hostgroups.config_reader}
+    nodes = sorted(writers.keys() | readers.keys())
+    return Roster(tuple(RosterNode(n, writers.get(n), readers.get(n)) for n in nodes))
+
+
+def adopt_templates(
+    managed_rows: Iterable[ServerRow], hostgroups: Hostgroups
+) -> tuple[ServerRow, ...]:
+    """Template rows built from the rows an operator already has in the managed hostgroups.
+
+    Writer and backup-writer rows make writer candidates, reader rows make readers, each with
+    the highest weight seen for the node there. A node found only in the offline hostgroup is
+    both; a node without a reader row reads with its writer weight (every node can read).
+    """
+    rows = list(managed_rows)
+
+    def heaviest(source: tuple[int, ...]) -> dict[NodeAddress, ServerRow]:
+        best: dict[NodeAddress, ServerRow] = {}
+        for row in rows:
+            if row.hostgroup_id in source and (
+                row.node not in best or row.weight > best[row.node].weight
+            ):
+                best[row.node] = row
+        return best
+
+    writers = heaviest((hostgroups.writer, hostgroups.backup_writer))
+    readers = heaviest((hostgroups.reader,))
+    for node, row in heaviest((hostgroups.offline,)).items():
+        if node not in writers and node not in readers:
+            writers[node] = row
+    for node, row in writers.items():
+        readers.setdefault(node, row)
+    templates = [r.moved(hostgroups.config_writer, ServerStatus.ONLINE) for r in writers.values()]
+    templates += [r.moved(hostgroups.config_reader, ServerStatus.ONLINE) for r in readers.values()]
+    return sort_rows(templates)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveLayout:
+    """Where each node is live now, read from runtime_mysql_servers of the managed hostgroups."""
+
+    hostgroups: Hostgroups
+    rows: tuple[ServerRow, ...]
+    # rows an operator set OFFLINE_HARD: they stay exactly as they are (rule S5). ProxySQL drops
+    # OFFLINE_HARD servers from runtime_mysql_servers once idle, so they are read from
+    # mysql_servers too (the tool itself never writes OFFLINE_HARD)
+    operator_rows: tuple[ServerRow, ...] = ()
+
+    @classmethod
+    def of(cls, rows: ClusterRows, hostgroups: Hostgroups) -> LiveLayout:
+        managed = hostgroups.managed
+        hard = {
+            r.key: r
+            for r in (*rows.live(managed), *rows.staged(managed))
+            if r.status is ServerStatus.OFFLINE_HARD
+        }
+        return cls(hostgroups, rows.live(managed), sort_rows(hard.values()))
+
+    def _nodes(self, hostgroup: int, statuses: Iterable[ServerStatus]) -> tuple[NodeAddress, ...]:
+        wanted = set(statuses)
+        return tuple(
+            r.node for r in self.rows if r.hostgroup_id == hostgroup and r.status in wanted
+        )
+
+    @property
+    def writers(self) -> tuple[NodeAddress, ...]:
+        """Serving writers; SHUNNED is ProxySQL's own short-term state and still counts."""
+        return self._nodes(self.hostgroups.writer, (ServerStatus.ONLINE, ServerStatus.SHUNNED))
+
+    @property
+    def draining(self) -> tuple[NodeAddress, ...]:
+        return self._nodes(self.hostgroups.writer, (ServerStatus.OFFLINE_SOFT,))
+
+    @property
+    def backup_writers(self) -> tuple[NodeAddress, ...]:
+        return self._nodes(
+            self.hostgroups.backup_writer, (ServerStatus.ONLINE, ServerStatus.SHUNNED)
+        )
+
+    @property
+    def readers(self) -> tuple[NodeAddress, ...]:
+        return self._nodes(self.hostgroups.reader, (ServerStatus.ONLINE, ServerStatus.SHUNNED))
+
+    @property
+    def shunned_writers(self) -> tuple[NodeAddress, ...]:
+        """Writers ProxySQL itself shunned (its monitor or failed connections): ProxySQL brings
+        them back on its own, so the tool neither rewrites nor LOADs them."""
+        return self._nodes(self.hostgroups.writer, (ServerStatus.SHUNNED,))
+
+    def routed(self, node: NodeAddress) -> bool:
+        """Carrying traffic now in some role."""
+        return node in self.writers or node in self.backup_writers or node in self.readers
+
+    def blocked(self, node: NodeAddress, hostgroup: int) -> bool:
+        return any(r.node == node and r.hostgroup_id == hostgroup for r in self.operator_rows)
+
+
+def check_rows(rows: ClusterRows, hostgroups: Hostgroups, roster: Roster) -> None:
+    """Refuse to act on rows of the managed hostgroups that belong to no roster node."""
+    known = set(roster.addresses)
+    problems = [
+        f"row ({r.hostgroup_id}, {r.hostname}, {r.port}) in runtime_mysql_servers: "
+        f"{r.node} is not in the roster (hostgroups {hostgroups.config_writer}/"
+        f"{hostgroups.config_reader}); add it there or remove the row"
+        for r in rows.live(hostgroups.managed)
+        if r.node not in known
+    ]
+    if problems:
+        raise BadRows(problems)

@@ -1,0 +1,81 @@
+"""Choosing writers by weight among the nodes whose verdict lets them write. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from checker_core.core.model import NodeAddress
+from checker_core.core.roster import LiveLayout, Roster
+from checker_core.core.verdict import State, Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class WriterRules:
+    max_writers: int
+    fail_back: bool
+    main_segment: int | None
+
+
+def writers_by_weight(
+    verdicts: Mapping[NodeAddress, Verdict],
+    roster: Roster,
+    layout: LiveLayout,
+    rules: WriterRules,
+    *,
+    serving: tuple[State, ...],
+    last_resort: tuple[State, ...],
+) -> tuple[tuple[NodeAddress, ...], str]:
+    """Writers chosen by roster weight (Galera G10-G12, GR multi-primary R4), best first.
+
+    Keep the current writers while they serve (unless fail_back prefers a heavier node), fill
+    free places by weight (main segment first), never more than max_writers; with no serving
+    node, a last-resort one rather than none.
+    """
+    writer_hostgroup = layout.hostgroups.writer
+
+    def rank(node: NodeAddress) -> tuple[int, int, str, int]:
+        verdict = verdicts[node]
+        rn = roster.get(node)
+        weight = rn.writer_weight if rn else 0
+        off_segment = int(rules.main_segment is not None and verdict.segment != rules.main_segment)
+        return (off_segment, -weight, node.host, node.port)
+
+    def candidate(node: NodeAddress, states: tuple[State, ...]) -> bool:
+        rn, verdict = roster.get(node), verdicts.get(node)
+        return (
+            rn is not None
+            and rn.writer is not None
+            and verdict is not None
+            and verdict.state in states
+            and verdict.writable
+            and not layout.blocked(node, writer_hostgroup)
+        )
+
+    # a writer whose bad probe is still tolerated (retry_down), or whose silence the pass does
+    # not count, keeps the role
+    held = [n for n in layout.writers if n in verdicts and verdicts[n].state.keeps_place]
+    current = sorted((n for n in layout.writers if candidate(n, serving)), key=rank)
+    others = sorted(
+        (n for n in roster.addresses if n not in layout.writers and candidate(n, serving)), key=rank
+    )
+    limit = rules.max_writers
+    if rules.fail_back:
+        ranked = sorted(current + others, key=rank)
+        writers = (held + ranked)[:limit]
+        how = "preferred writer (fail_back)"
+    else:
+        writers = (held + current + others)[:limit]
+        how = (
+            "kept"
+            if writers and all(n in layout.writers for n in writers)
+            else "highest writer weight"
+        )
+    if writers:
+        return tuple(writers), how
+    spare = sorted((n for n in roster.addresses if candidate(n, last_resort)), key=rank)
+    if spare:
+        kept = [n for n in spare if n in layout.writers]
+        chosen = (kept + [n for n in spare if n not in kept])[:limit]
+        return tuple(chosen), "last resort: no healthy writable node"
+    return (), "no usable writable node"

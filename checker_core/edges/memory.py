@@ -1,0 +1,144 @@
+"""What passes remember between runs: hysteresis counters and the pause switch (rule S4, S5).
+
+One JSON state file per checker and cluster, replaced atomically (write, fsync, rename), so a
+pass killed at any point leaves either the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from checker_core.core.hysteresis import NodeMemory
+from checker_core.core.model import NodeAddress
+from checker_core.core.peers import PeerMemory, ProxyAddress
+from checker_core.settings.schema import Checker
+
+
+class StateStore:
+    def __init__(self, state_dir: Path, checker: Checker) -> None:
+        self.state_dir = state_dir
+        self.checker = checker
+        self._written: dict[str, str] = {}  # what this process last wrote, per cluster
+
+    def ensure_dir(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
+
+    def _path(self, cluster: str, suffix: str) -> Path:
+        return self.state_dir / f"{self.checker.value}.{cluster}.{suffix}"
+
+    def state_path(self, cluster: str) -> Path:
+        return self._path(cluster, "state.json")
+
+    def lock_path(self, cluster: str) -> Path:
+        return self._path(cluster, "lock")
+
+    def pause_path(self, cluster: str | None) -> Path:
+        return self.state_dir / f"{self.checker.value}.{cluster or 'all'}.paused"
+
+    # ------------------------------------------------------------ counters
+
+    def load(self, cluster: str) -> tuple[dict[NodeAddress, NodeMemory], str | None]:
+        """The remembered nodes, and a warning when the file was unreadable (then: start afresh)."""
+        path = self.state_path(cluster)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            nodes = {
+                _node(key): NodeMemory.from_json(value)
+                for key, value in data.get("nodes", {}).items()
+            }
+        except FileNotFoundError:
+            return {}, None
+        except (OSError, ValueError, TypeError, AttributeError, AssertionError) as exc:
+            return {}, f"state file {path} unreadable ({exc}); counters start afresh"
+        return nodes, None
+
+    def save(self, cluster: str, nodes: Mapping[NodeAddress, NodeMemory]) -> None:
+        self.ensure_dir()
+        payload = {"version": 1, "nodes": {str(n): m.to_json() for n, m in sorted(nodes.items())}}
+        text = json.dumps(payload, indent=1, sort_keys=True)
+        path = self.state_path(cluster)
+        if self._written.get(cluster) == text and path.exists():
+            return
+        _atomic_write(path, text)
+        self._written[cluster] = text
+
+    # ------------------------------------------------------------ ProxySQL Cluster peers
+
+    def peers_path(self, me: ProxyAddress) -> Path:
+        return self.state_dir / f"{self.checker.value}.peers.{me.host}_{me.port}.json"
+
+    def load_peers(self, me: ProxyAddress) -> PeerMemory:
+        """What this checker saw of its proxy's peers; nothing (first look) when unreadable."""
+        try:
+            data = json.loads(self.peers_path(me).read_text(encoding="utf-8"))
+            since = {_proxy(k): float(v) for k, v in data["alive_since"].items()}
+            acting = data.get("acting")
+            minority = bool(data.get("minority", False))
+            return PeerMemory(since, _proxy(acting) if acting else None, True, minority)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return PeerMemory()
+
+    def save_peers(self, me: ProxyAddress, memory: PeerMemory) -> None:
+        self.ensure_dir()
+        payload = {
+            "version": 1,
+            "acting": str(memory.acting) if memory.acting else None,
+            "minority": memory.minority,
+            "alive_since": {str(a): t for a, t in sorted(memory.alive_since.items())},
+        }
+        text = json.dumps(payload, indent=1, sort_keys=True)
+        key = f"peers {me}"
+        path = self.peers_path(me)
+        if self._written.get(key) == text and path.exists():
+            return
+        _atomic_write(path, text)
+        self._written[key] = text
+
+    # ------------------------------------------------------------ pause switch
+
+    def paused(self, cluster: str) -> Path | None:
+        """The pause file in force for this cluster, if any."""
+        for path in (self.pause_path(None), self.pause_path(cluster)):
+            if path.exists():
+                return path
+        return None
+
+    def pause(self, cluster: str | None, reason: str) -> Path:
+        self.ensure_dir()
+        path = self.pause_path(cluster)
+        _atomic_write(path, reason + "\n")
+        return path
+
+    def resume(self, cluster: str | None) -> bool:
+        try:
+            self.pause_path(cluster).unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+
+def _node(text: str) -> NodeAddress:
+    host, _, port = text.rpartition(":")
+    return NodeAddress(host, int(port))
+
+
+def _proxy(text: str) -> ProxyAddress:
+    host, _, port = text.rpartition(":")
+    return ProxyAddress(host, int(port))
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

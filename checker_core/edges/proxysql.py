@@ -1,0 +1,337 @@
+"""ProxySQL admin client: read one hostgroup set's rows, make a plan live atomically.
+
+ProxySQL's admin interface has no transactions (BEGIN/ROLLBACK are accepted and ignored), so
+`mysql_servers` is a staging area: the client writes the complete wanted rows of the managed
+hostgroups there, reads them back, and only when they are exactly what it wrote does it issue the
+one `LOAD MYSQL SERVERS TO RUNTIME` that makes all of them live at once (rule S2).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from checker_core.core.model import (
+    COLUMNS,
+    BadRow,
+    ClusterRows,
+    NodeAddress,
+    Plan,
+    ServerRow,
+    sort_rows,
+)
+
+if TYPE_CHECKING:
+    import pymysql
+
+    from checker_core.settings.config import ProxySQLSettings
+
+_COLUMN_LIST = ", ".join(COLUMNS)
+_PLACEHOLDERS = ", ".join(["%s"] * len(COLUMNS))
+
+# PyMySQL/MySQL client error numbers that mean "no server answered"
+_UNREACHABLE_CODES = {2003, 2006, 2013, 2055}
+_ACCESS_DENIED = 1045
+
+
+class AdminError(Exception):
+    """Talking to ProxySQL's admin interface failed; the message says what and where."""
+
+
+class AdminUnreachable(AdminError):
+    """No ProxySQL admin answered (exit code 1)."""
+
+
+class AdminAccessDenied(AdminError):
+    """ProxySQL refused the credentials (bad input: exit code 2)."""
+
+
+class AdminQueryFailed(AdminError):
+    """ProxySQL rejected a statement."""
+
+
+class ApplyFailed(AdminError):
+    """A plan could not be made live; ProxySQL's live rows are as they were."""
+
+
+@dataclass(frozen=True, slots=True)
+class Checksum:
+    """runtime_checksums_values for mysql_servers: version grows by one with every LOAD."""
+
+    version: int
+    epoch: int
+    checksum: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyResult:
+    staged: int  # statements written to the staging area
+    loaded: bool
+    saved: bool
+    # the change is live but SAVE ... TO DISK failed: a ProxySQL restart would load the old rows
+    # from disk until a later pass saves again
+    save_error: str | None = None
+
+
+def _select(table: str, count: int, tag: str | None = None) -> str:
+    """SELECT of the server columns of `table` for `count` hostgroup parameters.
+
+    Table and column names are constants of this module; every value is a parameter.
+    """
+    marks = ", ".join(["%s"] * count)
+    label = f"'{tag}', " if tag else ""
+    return f"SELECT {label}{_COLUMN_LIST} FROM {table} WHERE hostgroup_id IN ({marks})"  # noqa: S608
+
+
+class AdminClient:
+    """One admin connection. Values always travel as parameters, never inside SQL text."""
+
+    def __init__(self, conn: pymysql.connections.Connection[Any], where: str) -> None:
+        self._conn = conn
+        self.where = where
+
+    @classmethod
+    def connect(cls, settings: ProxySQLSettings) -> AdminClient:
+        from checker_core.edges import driver, tls
+
+        pymysql = driver.load()
+
+        endpoint = settings.endpoint
+        where = f"ProxySQL admin {settings.host}:{settings.port}"
+        try:
+            conn = tls.connect(
+                endpoint.tls,
+                where,
+                settings.host,
+                settings.port,
+                user=endpoint.user,
+                password=endpoint.password.reveal(),
+                connect_timeout=endpoint.connect_timeout_ms / 1000,
+                read_timeout=endpoint.read_timeout_ms / 1000,
+                write_timeout=endpoint.read_timeout_ms / 1000,
+                autocommit=None,
+            )
+        except tls.TlsError as exc:
+            # nobody trustworthy answered: as unreachable (exit 1), and nothing was changed
+            raise AdminUnreachable(str(exc)) from None
+        except pymysql.err.OperationalError as exc:
+            code = exc.args[0] if exc.args else 0
+            if code == _ACCESS_DENIED:
+                raise AdminAccessDenied(
+                    f"{where}: access denied for user {endpoint.user!r}"
+                ) from None
+            raise AdminUnreachable(f"{where}: unreachable ({_reason(exc)})") from None
+        except OSError as exc:
+            raise AdminUnreachable(f"{where}: unreachable ({exc})") from None
+        return cls(conn, where)
+
+    def close(self) -> None:
+        # closing a dead connection must not hide the outcome that made us close it
+        with contextlib.suppress(Exception):
+            self._conn.close()
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ low level
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        from checker_core.edges import driver
+
+        pymysql = driver.load()
+
+        try:
+            with self._conn.cursor() as cur:
+                cur.execute(sql, tuple(params) if params else None)
+                return list(cur.fetchall())
+        except pymysql.err.OperationalError as exc:
+            code = exc.args[0] if exc.args else 0
+            if code in _UNREACHABLE_CODES:
+                raise AdminUnreachable(f"{self.where}: connection lost ({_reason(exc)})") from None
+            raise AdminQueryFailed(f"{self.where}: {_reason(exc)}") from None
+        except pymysql.err.MySQLError as exc:
+            raise AdminQueryFailed(f"{self.where}: {_reason(exc)}") from None
+        except OSError as exc:
+            raise AdminUnreachable(f"{self.where}: connection lost ({exc})") from None
+
+    # ------------------------------------------------------------ reads
+
+    def read_rows(self, hostgroups: Iterable[int]) -> ClusterRows:
+        """Live and staging rows of the given hostgroups, in one round trip."""
+        wanted = sorted(set(hostgroups))
+        runtime_sql = _select("runtime_mysql_servers", len(wanted), "runtime")
+        sql = f"{runtime_sql} UNION ALL {_select('mysql_servers', len(wanted), 'main')}"
+        runtime: list[ServerRow] = []
+        staging: list[ServerRow] = []
+        for source, *values in self.execute(sql, wanted + wanted):
+            row = ServerRow.from_admin(values)
+            (runtime if source == "runtime" else staging).append(row)
+        return ClusterRows(runtime=sort_rows(runtime), staging=sort_rows(staging))
+
+    def read_staging(self, hostgroups: Iterable[int]) -> tuple[ServerRow, ...]:
+        wanted = sorted(set(hostgroups))
+        rows = self.execute(_select("mysql_servers", len(wanted)), wanted)
+        return sort_rows(ServerRow.from_admin(values) for values in rows)
+
+    def checksum(self) -> Checksum | None:
+        rows = self.execute(
+            "SELECT version, epoch, checksum FROM runtime_checksums_values WHERE name = %s",
+            ("mysql_servers",),
+        )
+        if not rows:
+            return None
+        version, epoch, checksum = rows[0]
+        return Checksum(int(version), int(epoch), str(checksum))
+
+    def connections_in_use(self, hostgroup: int) -> dict[NodeAddress, int]:
+        """ConnUsed per server of one hostgroup (how far a drain has got)."""
+        rows = self.execute(
+            "SELECT srv_host, srv_port, ConnUsed FROM stats_mysql_connection_pool "
+            "WHERE hostgroup = %s",
+            (hostgroup,),
+        )
+        return {NodeAddress(str(host), int(port)): int(used) for host, port, used in rows}
+
+    # ------------------------------------------------------------ writes
+
+    def stage(self, hostgroups: Sequence[int], desired: Sequence[ServerRow]) -> int:
+        """Make mysql_servers hold exactly `desired` in `hostgroups`; return statements issued.
+
+        Only the differences are written, so a staging area that already matches costs one
+        read and no write.
+        """
+        statements = staging_statements(hostgroups, self.read_staging(hostgroups), desired)
+        for statement in statements:
+            self.execute(statement.sql, statement.params)
+        return len(statements)
+
+    def apply(
+        self, plan: Plan, persist: bool, staging_seen: Sequence[ServerRow] | None = None
+    ) -> ApplyResult:
+        """Stage the plan's rows, verify them, then LOAD (and SAVE) only when live rows change.
+
+        A staging area left half-written by a pass that died is rewritten here even when the
+        plan is empty; it is never loaded unless this call finished writing it. `staging_seen`:
+        the staging rows this pass read; when they already match and nothing is to be loaded,
+        there is nothing to write or verify (the steady state costs no round trip here).
+        """
+        hostgroups = list(plan.hostgroups.managed)
+        if staging_seen is not None and not plan.needs_load:
+            seen = sort_rows(r for r in staging_seen if r.hostgroup_id in hostgroups)
+            if seen == sort_rows(plan.desired):
+                return ApplyResult(staged=0, loaded=False, saved=False)
+        try:
+            staged = self.stage(hostgroups, plan.desired)
+            if plan.adopted:
+                staged += self.stage(plan.hostgroups.templates, plan.adopted)
+            readback = self.read_staging(hostgroups)
+        except (AdminQueryFailed, BadRow) as exc:
+            self._restore_staging(hostgroups)
+            raise ApplyFailed(f"staging failed, nothing loaded: {exc}") from None
+        if readback != sort_rows(plan.desired):
+            raise ApplyFailed(
+                f"{self.where}: staging rows changed under us (another writer?), nothing loaded"
+            )
+        if not plan.needs_load:
+            return ApplyResult(staged=staged, loaded=False, saved=False)
+        try:
+            self.execute(LOAD_SERVERS.sql)
+        except AdminQueryFailed as exc:
+            raise ApplyFailed(f"LOAD MYSQL SERVERS TO RUNTIME failed: {exc}") from None
+        if not persist:
+            return ApplyResult(staged=staged, loaded=True, saved=False)
+        try:
+            self.execute(SAVE_SERVERS.sql)
+        except AdminQueryFailed as exc:
+            # not a failed apply: the rows are live, and saying otherwise would mislead
+            failure = f"loaded, but SAVE MYSQL SERVERS TO DISK failed: {exc}"
+            return ApplyResult(staged=staged, loaded=True, saved=False, save_error=failure)
+        return ApplyResult(staged=staged, loaded=True, saved=True)
+
+    def _restore_staging(self, hostgroups: Sequence[int]) -> None:
+        """Best effort: put the live rows back into staging so nobody LOADs our half-write.
+
+        If this fails too, the next pass still repairs the staging area before any LOAD.
+        """
+        with contextlib.suppress(AdminError, BadRow):
+            live = self.read_rows(hostgroups).runtime
+            self.stage(hostgroups, live)
+
+
+def _reason(exc: BaseException) -> str:
+    """PyMySQL errors carry (code, message); say both."""
+    args: tuple[object, ...] = exc.args
+    if len(args) >= 2:
+        return f"{args[1]} (error {args[0]})"
+    return str(exc)
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One admin statement with its parameters, kept apart until the driver binds them."""
+
+    sql: str
+    params: tuple[object, ...] = ()
+
+    def render(self) -> str:
+        """The statement as text a person can paste into the admin interface.
+
+        ProxySQL's admin sessions run with NO_BACKSLASH_ESCAPES (PyMySQL then doubles quotes
+        when it binds), so a quote is doubled and a backslash is an ordinary character.
+        """
+        if not self.params:
+            return self.sql + ";"
+        return (self.sql % tuple(_literal(p) for p in self.params)) + ";"
+
+
+def _literal(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int):
+        return str(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+LOAD_SERVERS = Statement("LOAD MYSQL SERVERS TO RUNTIME")
+SAVE_SERVERS = Statement("SAVE MYSQL SERVERS TO DISK")
+_DELETE = "DELETE FROM mysql_servers WHERE hostgroup_id = %s AND hostname = %s AND port = %s"
+# constant column names only; the values are parameters
+_REPLACE = f"REPLACE INTO mysql_servers ({_COLUMN_LIST}) VALUES ({_PLACEHOLDERS})"  # noqa: S608
+
+
+def staging_statements(
+    hostgroups: Sequence[int], staging: Sequence[ServerRow], desired: Sequence[ServerRow]
+) -> tuple[Statement, ...]:
+    """What turns the staging rows of `hostgroups` into exactly `desired` (pure)."""
+    managed = set(hostgroups)
+    for row in desired:
+        if row.hostgroup_id not in managed:
+            raise ApplyFailed(f"refusing to stage {row.describe()}: not a managed hostgroup")
+    current = {row.key: row for row in staging if row.hostgroup_id in managed}
+    wanted = {row.key: row for row in desired}
+    deletes = [Statement(_DELETE, key) for key in sorted(current.keys() - wanted.keys())]
+    replaces = [
+        Statement(_REPLACE, wanted[key].values())
+        for key in sorted(wanted)
+        if current.get(key) != wanted[key]
+    ]
+    return tuple(deletes + replaces)
+
+
+def plan_statements(
+    plan: Plan, staging: Sequence[ServerRow], persist: bool
+) -> tuple[Statement, ...]:
+    """Every statement apply() issues for this plan, in order (what dry-run prints)."""
+    statements = staging_statements(plan.hostgroups.managed, staging, plan.desired)
+    if plan.adopted:
+        statements += staging_statements(plan.hostgroups.templates, staging, plan.adopted)
+    if plan.needs_load:
+        statements += (LOAD_SERVERS, SAVE_SERVERS) if persist else (LOAD_SERVERS,)
+    return statements

@@ -1,0 +1,188 @@
+"""TLS to MySQL-protocol peers: one SSLContext per endpoint's settings per process, and the
+ssl_mode rules at connect time.
+
+Left to itself, PyMySQL (>= 1.2) builds a fresh default context for every connection, which
+reads the system CA bundle each time (tens of milliseconds of CPU per connect) and verifies
+nothing anyway. Here a context is built once per distinct `Tls` value and handed to every
+connect, and modes that verify nothing load no CA bundle at all.
+
+PyMySQL treats a given SSLContext as "TLS required": a server without TLS raises
+CR_SSL_CONNECTION_ERROR. For `preferred` the requirement is lifted before the handshake, so such
+a server is used in plain text on the same connection, as MySQL's clients do.
+"""
+
+from __future__ import annotations
+
+import ssl
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from checker_core.edges import driver
+from checker_core.settings.schema import SslMode
+
+if TYPE_CHECKING:
+    import pymysql
+
+    from checker_core.settings.config import Tls
+
+# PyMySQL's CR.CR_SSL_CONNECTION_ERROR: TLS was required and the server offers none
+_NO_TLS_ON_SERVER = 2026
+
+
+class TlsError(Exception):
+    """TLS to a peer failed where ssl_mode insists on it; the message names peer and mode."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSpec:
+    """What an SSLContext must do for one Tls value (pure: decided without touching files)."""
+
+    verify: bool  # the certificate must chain to `ca`
+    check_hostname: bool
+    ca: str | None
+    cert: str | None
+    key: str | None
+
+
+def context_spec(tls: Tls) -> ContextSpec | None:
+    """None: no TLS at all (disabled)."""
+    if not tls.mode.encrypts:
+        return None
+    return ContextSpec(
+        verify=tls.mode.verifies,
+        check_hostname=tls.mode is SslMode.VERIFY_IDENTITY,
+        ca=tls.ca if tls.mode.verifies else None,
+        cert=tls.cert,
+        key=tls.key,
+    )
+
+
+def build_context(spec: ContextSpec) -> ssl.SSLContext:
+    """A client context as `spec` says; never the system's CA bundle."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if spec.verify:
+        ctx.load_verify_locations(cafile=spec.ca)
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.check_hostname = spec.check_hostname
+    else:
+        ctx.check_hostname = False  # must come first: CERT_NONE is refused while it is on
+        ctx.verify_mode = ssl.CERT_NONE
+    if spec.cert is not None:
+        ctx.load_cert_chain(spec.cert, keyfile=spec.key)
+    return ctx
+
+
+_contexts: dict[Tls, ssl.SSLContext] = {}
+_plain_servers: set[tuple[str, int]] = set()
+_lock = threading.Lock()
+
+
+def context_for(tls: Tls) -> ssl.SSLContext | None:
+    """The process's one context for these settings (built on first use, by one thread)."""
+    spec = context_spec(tls)
+    if spec is None:
+        return None
+    with _lock:
+        ctx = _contexts.get(tls)
+        if ctx is None:
+            ctx = _contexts[tls] = build_context(spec)
+        return ctx
+
+
+def forget() -> None:
+    """Drop every context and what was learnt of servers: the next connects read the
+    certificate files again (the daemon's reload, so a rotated CA or key takes effect)."""
+    with _lock:
+        _contexts.clear()
+        _plain_servers.clear()
+
+
+def contexts_built() -> int:
+    """How many contexts this process has built (what the tests and the bench look at)."""
+    with _lock:
+        return len(_contexts)
+
+
+def tls_arguments(tls: Tls, host: str, port: int) -> dict[str, Any]:
+    """PyMySQL connect() arguments for `tls` to host:port."""
+    with _lock:
+        plain = (host, port) in _plain_servers
+    ctx = context_for(tls)
+    if ctx is None or (plain and not tls.mode.insists):
+        # without ssl_disabled PyMySQL would still negotiate TLS on its own, with a new context
+        return {"ssl_disabled": True}
+    return {"ssl": ctx}
+
+
+def connect(
+    tls: Tls, where: str, host: str, port: int, **kwargs: Any
+) -> pymysql.connections.Connection[Any]:
+    """pymysql.connect with the endpoint's TLS; raises TlsError for a TLS failure that ssl_mode
+    does not forgive, PyMySQL's own errors otherwise."""
+    try:
+        return _connect(tls, where, host, port, kwargs)
+    except RuntimeError as exc:
+        # the account logs in with RSA (no TLS): load it and log in again
+        if not driver.needs_rsa(exc) or not driver.enable_rsa():
+            raise
+        return _connect(tls, where, host, port, kwargs)
+
+
+def _connect(
+    tls: Tls, where: str, host: str, port: int, kwargs: dict[str, Any]
+) -> pymysql.connections.Connection[Any]:
+    mysql = driver.load()
+    arguments = tls_arguments(tls, host, port)
+    try:
+        conn = _open(mysql, host, port, {**arguments, **kwargs}, preferred=not tls.mode.insists)
+    except mysql.err.OperationalError as exc:
+        if exc.args and exc.args[0] == _NO_TLS_ON_SERVER:
+            if tls.mode.insists:
+                raise TlsError(
+                    f"{where}: ssl_mode {tls.mode.value}, but the server offers no TLS"
+                ) from exc
+            with _lock:
+                _plain_servers.add((host, port))
+            plain: pymysql.connections.Connection[Any] = mysql.connect(
+                host=host, port=port, ssl_disabled=True, **kwargs
+            )
+            return plain
+        failure = _ssl_failure(exc)
+        if failure is not None:
+            raise TlsError(f"{where}: TLS ({tls.mode.value}) failed: {failure}") from exc
+        raise
+    return conn
+
+
+def _open(
+    mysql: Any, host: str, port: int, arguments: dict[str, Any], *, preferred: bool
+) -> pymysql.connections.Connection[Any]:
+    """One connect. PyMySQL takes a given context as "TLS required"; for `preferred` its own
+    flag is turned back before the handshake, so a server without TLS costs no second connect
+    (should a later PyMySQL drop the flag, the refusal is caught and retried in plain text)."""
+    if not preferred or "ssl" not in arguments:
+        conn: pymysql.connections.Connection[Any] = mysql.connect(host=host, port=port, **arguments)
+        return conn
+    deferred: pymysql.connections.Connection[Any] = mysql.connect(
+        host=host, port=port, defer_connect=True, **arguments
+    )
+    if getattr(deferred, "_ssl_required", None) is True:
+        deferred._ssl_required = False  # type: ignore[attr-defined]
+    deferred.connect()
+    return deferred
+
+
+def _ssl_failure(exc: BaseException) -> str | None:
+    """The SSL error beneath a PyMySQL error (it keeps the socket's error aside), if any."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return f"certificate verify failed: {current.verify_message}"
+        if isinstance(current, ssl.SSLError):
+            return current.reason or str(current)
+        original = getattr(current, "original_exception", None)
+        current = original if isinstance(original, BaseException) else current.__cause__
+    return None

@@ -1,0 +1,145 @@
+"""The scheduler's command, `CHECKER --config=FILE run`, without click.
+
+ProxySQL starts this every interval for as long as it lives, so the pass pays for nothing it
+does not use: this module reads that one command line by hand and runs the pass; anything else
+(another command, --help, --dry-run, an option it does not know) goes to the click group, which
+reads it the same way and says what is wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, TextIO
+
+from checker_core.exitcodes import Exit
+
+if TYPE_CHECKING:
+    from checker_core.runner import CheckerKind, PassResult
+    from checker_core.settings.config import Settings
+    from checker_core.settings.schema import Checker
+
+RUN = "run"
+CONFIG_FLAGS = ("--config", "-c")
+SET_FLAG = "--set"
+
+
+@dataclass(frozen=True, slots=True)
+class RunLine:
+    """What a plain `run` command line says."""
+
+    config: Path | None
+    overrides: tuple[str, ...]
+
+
+def parse(argv: Sequence[str]) -> RunLine | None:
+    """--config/-c FILE and --set KEY=VALUE (before or after `run`, the last --config winning,
+    as with click) around the single word `run`; None for any other command line."""
+    config: str | None = None
+    overrides: list[str] = []
+    commands = 0
+    rest = list(argv)
+    while rest:
+        token = rest.pop(0)
+        if token == RUN:
+            commands += 1
+        elif token.startswith("--config="):
+            config = token.partition("=")[2]
+        elif token.startswith("--set="):
+            overrides.append(token.partition("=")[2])
+        elif token in (*CONFIG_FLAGS, SET_FLAG) and rest and not rest[0].startswith("-"):
+            value = rest.pop(0)
+            if token == SET_FLAG:
+                overrides.append(value)
+            else:
+                config = value
+        else:
+            return None
+    if commands != 1 or config == "":
+        return None
+    return RunLine(Path(config) if config is not None else None, tuple(overrides))
+
+
+def config_path(given: Path | None) -> Path | None:
+    """The file named on the command line, else $CHECKER_CONFIG."""
+    if given is not None:
+        return given
+    env_config = os.environ.get("CHECKER_CONFIG")
+    return Path(env_config) if env_config else None
+
+
+def load_settings(
+    config: Path | None, checker: Checker, overrides: Sequence[str], err: TextIO
+) -> Settings | Exit:
+    """Settings, or BAD_INPUT after every problem on its own line."""
+    from checker_core.settings.config import ConfigError, load
+
+    if config is None:
+        err.write("no configuration file: pass --config FILE or set CHECKER_CONFIG\n")
+        return Exit.BAD_INPUT
+    try:
+        return load(config, checker, overrides=overrides)
+    except ConfigError as exc:
+        lines = [f"{config}: {len(exc.problems)} problem(s):"]
+        lines += [f"  {p}" for p in exc.problems]
+        err.write("\n".join(lines) + "\n")
+        return Exit.BAD_INPUT
+
+
+def run_passes(settings: Settings, kind: CheckerKind, mode_name: str) -> list[PassResult]:
+    from checker_core.runner import Mode, PassRunner
+
+    runner = PassRunner(settings, kind)
+    try:
+        return runner.run_all(Mode(mode_name))
+    finally:
+        runner.close()
+
+
+def run(settings: Settings, kind: Callable[[], CheckerKind]) -> Exit:
+    """One pass over every cluster, one log line each; the exit code of the worst."""
+    from checker_core.edges import driver
+    from checker_core.edges.logs import get_logger
+    from checker_core.report import log_pass
+    from checker_core.runner import exit_code
+
+    # loading the driver is the program's start, not the pass's work: duration_ms is the pass
+    driver.load()
+
+    stream = sys.stdout if settings.run.log_stream == "stdout" else sys.stderr
+    log = get_logger(
+        settings.run.log_format,
+        settings.run.log_level,
+        lean=True,
+        stream=stream,
+        checker=settings.checker.value,
+    )
+    results = run_passes(settings, kind(), "apply")
+    for result in results:
+        log_pass(log, result)
+    return exit_code(results)
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process without tearing the interpreter down module by module (about 10 ms
+    of a pass's wall time): the pass is over, its state file written and closed, its lock
+    dropped by the kernel; only the output streams still hold anything."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+def main(argv: Sequence[str], checker: Checker, kind: Callable[[], CheckerKind]) -> int | None:
+    """The exit code of a plain `run`; None when argv is another command line."""
+    line = parse(argv)
+    if line is None:
+        return None
+    settings = load_settings(config_path(line.config), checker, line.overrides, sys.stderr)
+    if isinstance(settings, Exit):
+        return int(settings)
+    return int(run(settings, kind))

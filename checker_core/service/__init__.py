@@ -1,0 +1,1 @@
+"""The daemon's service side: its loop, /metrics, /health, /status, systemd notification."""

@@ -1,0 +1,258 @@
+"""The daemon's Prometheus metrics: declared once (METRICS, which docs/monitoring.md is generated
+from) and updated from each pass's result."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
+from prometheus_client.metrics import MetricWrapperBase
+from prometheus_client.process_collector import ProcessCollector
+
+from checker_core import __version__
+from checker_core.core.model import NodeAddress
+from checker_core.core.verdict import State
+from checker_core.runner import Outcome, PassResult
+from checker_core.service.health import SUCCESSFUL
+
+PREFIX = "proxysql_checker_"
+PASS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+PROBE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    name: str  # without PREFIX; counters without _total (the client adds it)
+    kind: type[MetricWrapperBase]
+    labels: tuple[str, ...]
+    doc: str
+    buckets: tuple[float, ...] = ()
+
+    @property
+    def exposed(self) -> str:
+        return PREFIX + self.name + ("_total" if self.kind is Counter else "")
+
+
+METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec("info", Gauge, ("checker", "version"), "Always 1; which checker and version run."),
+    MetricSpec("passes", Counter, ("cluster", "outcome"), "Passes by outcome."),
+    MetricSpec(
+        "pass_duration_seconds",
+        Histogram,
+        ("cluster",),
+        "Time from the start of a pass to its end (read, probe, decide, apply).",
+        PASS_BUCKETS,
+    ),
+    MetricSpec(
+        "probe_duration_seconds",
+        Histogram,
+        ("cluster", "node"),
+        "Time one node's probe took, failed probes included.",
+        PROBE_BUCKETS,
+    ),
+    MetricSpec(
+        "probe_errors",
+        Counter,
+        ("cluster", "node"),
+        "Probes that read nothing: refused, unreachable or out of time.",
+    ),
+    MetricSpec(
+        "node_verdict",
+        Gauge,
+        ("cluster", "node", "verdict"),
+        "1 for the verdict the last pass acted on, 0 for the others (one series per verdict).",
+    ),
+    MetricSpec(
+        "writer",
+        Gauge,
+        ("cluster", "node"),
+        "1 for the node(s) in the writer hostgroup after the last pass, 0 for the rest.",
+    ),
+    MetricSpec(
+        "changes_applied",
+        Counter,
+        ("cluster",),
+        "Row changes made live (each pass that loads counts its changes).",
+    ),
+    MetricSpec("loads", Counter, ("cluster",), "LOAD MYSQL SERVERS TO RUNTIME issued."),
+    MetricSpec(
+        "failovers",
+        Counter,
+        ("cluster",),
+        "Loaded passes that took a writer out and left another one writing.",
+    ),
+    MetricSpec(
+        "apply_queue_transactions",
+        Gauge,
+        ("cluster", "node"),
+        "Transactions waiting to be applied: GR applier queue, Galera wsrep_local_recv_queue.",
+    ),
+    MetricSpec(
+        "brownout_seconds",
+        Gauge,
+        ("cluster", "node"),
+        "GR: how long the node has been a super_read_only new primary (0 when it is not).",
+    ),
+    MetricSpec(
+        "lock_busy_skips",
+        Counter,
+        ("cluster",),
+        "Passes skipped because another process held the cluster's lock.",
+    ),
+    MetricSpec(
+        "acting",
+        Gauge,
+        ("cluster",),
+        "1 when this checker acts (alone, or the acting proxy of a ProxySQL Cluster), "
+        "0 when it stands by while another proxy's checker acts.",
+    ),
+    MetricSpec(
+        "proxysql_cluster_split",
+        Gauge,
+        ("cluster",),
+        "1 while this standby's proxy holds other mysql_servers rows than the acting proxy "
+        "beyond the sync window (a split ProxySQL Cluster), 0 otherwise.",
+    ),
+    MetricSpec(
+        "last_success_timestamp_seconds",
+        Gauge,
+        ("cluster",),
+        "Unix time of the end of the last successful pass (changed, unchanged, paused or standby).",
+    ),
+)
+
+
+def is_failover(known: Sequence[NodeAddress], after: Sequence[NodeAddress]) -> bool:
+    """A writer the cluster had is gone and someone else writes; a first writer is not one."""
+    return bool(known) and bool(after) and bool(set(known) - set(after))
+
+
+class DaemonMetrics:
+    """A registry of its own (not the process-global one), so tests and reloads stay apart."""
+
+    def __init__(self, checker: str) -> None:
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created: noise, no use
+        self.brownouts = checker == "gr"  # only Group Replication has them
+        self.registry = CollectorRegistry(auto_describe=True)
+        ProcessCollector(registry=self.registry)
+        self._metrics: dict[str, MetricWrapperBase] = {}
+        for spec in METRICS:
+            kwargs: dict[str, object] = {"registry": self.registry}
+            if spec.buckets:
+                kwargs["buckets"] = spec.buckets
+            metric = spec.kind(PREFIX + spec.name, spec.doc, spec.labels, **kwargs)  # type: ignore[arg-type]
+            self._metrics[spec.name] = metric
+        self._gauge("info").labels(checker, __version__).set(1)
+        self._writers: dict[str, tuple[NodeAddress, ...]] = {}  # last non-empty writer set
+        self._nodes: dict[str, set[NodeAddress]] = {}
+        self._outcomes: dict[str, set[str]] = {}
+
+    def _gauge(self, name: str) -> Gauge:
+        metric = self._metrics[name]
+        assert isinstance(metric, Gauge)
+        return metric
+
+    def _counter(self, name: str) -> Counter:
+        metric = self._metrics[name]
+        assert isinstance(metric, Counter)
+        return metric
+
+    def _histogram(self, name: str) -> Histogram:
+        metric = self._metrics[name]
+        assert isinstance(metric, Histogram)
+        return metric
+
+    def observe(self, result: PassResult, finished_at: float) -> None:
+        name = result.cluster
+        self._counter("passes").labels(name, result.outcome.label).inc()
+        self._outcomes.setdefault(name, set()).add(result.outcome.label)
+        self._histogram("pass_duration_seconds").labels(name).observe(result.duration_ms / 1000)
+        if result.outcome is Outcome.BUSY:
+            self._counter("lock_busy_skips").labels(name).inc()
+        if result.outcome in SUCCESSFUL:
+            self._gauge("last_success_timestamp_seconds").labels(name).set(finished_at)
+        for node, probe in result.probes.items():
+            self._histogram("probe_duration_seconds").labels(name, str(node)).observe(
+                probe.elapsed_ms / 1000
+            )
+            if probe.error is not None:
+                self._counter("probe_errors").labels(name, str(node)).inc()
+        decision, layout = result.decision, result.layout
+        if decision is None or layout is None:
+            return  # nothing new is known of the nodes; their series keep the last pass's values
+        leadership = result.leadership
+        self._gauge("acting").labels(name).set(0 if result.outcome is Outcome.STANDBY else 1)
+        split = leadership is not None and leadership.split is not None
+        self._gauge("proxysql_cluster_split").labels(name).set(1 if split else 0)
+        self._forget_nodes(name, set(decision.roster.addresses))
+        loaded = bool(result.applied and result.applied.loaded)
+        writers = result.writers if loaded else tuple(layout.writers)
+        if loaded:
+            self._counter("loads").labels(name).inc()
+            self._counter("changes_applied").labels(name).inc(len(decision.plan.changes))
+            if is_failover(self._writers.get(name) or tuple(layout.writers), writers):
+                self._counter("failovers").labels(name).inc()
+        if writers:
+            self._writers[name] = tuple(writers)
+        for node, verdict in decision.verdicts.items():
+            label = str(node)
+            self._gauge("writer").labels(name, label).set(1 if node in writers else 0)
+            for state in State:
+                value = 1 if verdict.state is state else 0
+                self._gauge("node_verdict").labels(name, label, state.value).set(value)
+            if verdict.queue is not None:
+                self._gauge("apply_queue_transactions").labels(name, label).set(verdict.queue)
+            if self.brownouts:
+                memory = decision.memory.get(node)
+                samples = memory.queue_samples if memory else ()
+                seconds = max(0.0, finished_at - samples[0][0]) if samples else 0.0
+                self._gauge("brownout_seconds").labels(name, label).set(seconds)
+
+    def _forget_nodes(self, cluster: str, current: set[NodeAddress]) -> None:
+        """Series of nodes that left the roster go, so a changing roster cannot grow memory."""
+        gone = self._nodes.get(cluster, set()) - current
+        self._nodes[cluster] = current
+        for node in gone:
+            for spec in METRICS:
+                if spec.labels[:2] == ("cluster", "node"):
+                    self._remove(spec, cluster, str(node))
+
+    def forget_clusters(self, keep: Iterable[str]) -> None:
+        """After a reload: the series of clusters no longer configured go."""
+        kept = set(keep)
+        for cluster in list(self._nodes.keys() | self._outcomes.keys()):
+            if cluster in kept:
+                continue
+            self._forget_nodes(cluster, set())
+            self._nodes.pop(cluster, None)
+            self._writers.pop(cluster, None)
+            for outcome in self._outcomes.pop(cluster, set()):
+                self._remove(self._spec("passes"), cluster, outcome)
+            for spec in METRICS:
+                if spec.labels == ("cluster",):
+                    self._remove(spec, cluster)
+
+    @staticmethod
+    def _spec(name: str) -> MetricSpec:
+        return next(s for s in METRICS if s.name == name)
+
+    def _remove(self, spec: MetricSpec, *values: str) -> None:
+        metric = self._metrics[spec.name]
+        if spec.labels[len(values) :] == ("verdict",):
+            for state in State:
+                self._remove_one(metric, *values, state.value)
+            return
+        self._remove_one(metric, *values)
+
+    @staticmethod
+    def _remove_one(metric: MetricWrapperBase, *values: str) -> None:
+        with contextlib.suppress(KeyError):  # never set for these labels
+            metric.remove(*values)

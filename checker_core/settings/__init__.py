@@ -1,0 +1,1 @@
+"""The configuration: every key declared once (schema), loaded and validated (config)."""

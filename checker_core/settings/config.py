@@ -1,0 +1,642 @@
+"""Configuration: TOML file < environment (CHECKER_*) < command line (--set), validated at once.
+
+Every problem is reported together, each naming its key (`cluster[0].reader_hostgroup: ...`),
+so an operator fixes a file in one round instead of one error per run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from checker_core.core.hostname import host_problem
+from checker_core.core.model import Hostgroups
+from checker_core.core.peers import ProxyAddress
+from checker_core.service.listen import ListenAddress
+from checker_core.settings.schema import (
+    ENV_PREFIX,
+    KEYS_BY_SECTION,
+    SECTIONS,
+    Checker,
+    Derived,
+    Key,
+    SslMode,
+)
+
+CONFIG_ENV = "CHECKER_CONFIG"  # names the file itself; not a setting
+CLUSTER_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+class Secret:
+    """A password: usable where needed, never printed."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+@dataclass(frozen=True, slots=True)
+class Tls:
+    """An endpoint's TLS settings; hashable, so a process builds one SSLContext per value."""
+
+    mode: SslMode = SslMode.PREFERRED
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Credentials and timeouts for one kind of MySQL-protocol peer (ProxySQL admin, backends)."""
+
+    user: str
+    password: Secret
+    tls: Tls
+    connect_timeout_ms: int
+    read_timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProxySQLSettings:
+    host: str
+    port: int
+    endpoint: Endpoint
+    cluster: str = "auto"
+    cluster_address: ProxyAddress | None = None  # None: host:port
+
+    @property
+    def me(self) -> ProxyAddress:
+        """This proxy as its ProxySQL Cluster peers name it."""
+        return self.cluster_address or ProxyAddress(self.host, self.port)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    interval_ms: int
+    max_runtime_ms: int
+    state_dir: Path
+    persist: bool
+    log_format: str
+    log_level: str
+    log_stream: str = "stderr"
+    metrics_listen: ListenAddress | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSettings:
+    name: str
+    hostgroups: Hostgroups
+    max_writers: int
+    writer_is_also_reader: int
+    max_transactions_behind: int
+    retry_up: int
+    retry_down: int
+    fail_back: bool
+    kill_demoted_writer_connections: bool
+    drain_timeout_ms: int
+    main_segment: int | None
+    brownout: str
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    checker: Checker
+    source: Path
+    proxysql: ProxySQLSettings
+    monitor: Endpoint
+    run: RunSettings
+    clusters: tuple[ClusterSettings, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.message}"
+
+
+class ConfigError(Exception):
+    """The configuration is unusable; `problems` lists every reason."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class _Text(str):
+    """A value typed by a person in the environment or on the command line: parse it."""
+
+
+# ---------------------------------------------------------------- reading and merging
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError([Problem("config", f"cannot read {path}: {exc.strerror}")]) from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError([Problem("config", f"{path} is not UTF-8 text")]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([Problem("config", f"{path} is not valid TOML: {exc}")]) from None
+
+
+def _suggest(word: str, candidates: Sequence[str]) -> str:
+    import difflib  # only a bad file needs it
+
+    close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _parse_path(
+    path: str, origin: str, problems: list[Problem]
+) -> tuple[str, int | None, str] | None:
+    """`section.key` or `cluster[N].key` -> (section, index, key)."""
+    match = re.fullmatch(r"(\w+)(?:\[(\d+)\])?\.(\w+)", path)
+    if not match:
+        problems.append(Problem(origin, f"cannot read {path!r}: use section.key or cluster[N].key"))
+        return None
+    section, index, key = match.group(1), match.group(2), match.group(3)
+    if section not in SECTIONS:
+        problems.append(
+            Problem(origin, f"unknown section {section!r}{_suggest(section, SECTIONS)}")
+        )
+        return None
+    if (section == "cluster") != (index is not None):
+        problems.append(
+            Problem(origin, f"{path!r}: only cluster keys take an index, and they need one")
+        )
+        return None
+    return section, None if index is None else int(index), key
+
+
+def _env_overrides(env: Mapping[str, str], problems: list[Problem]) -> list[tuple[str, str, str]]:
+    """CHECKER_<SECTION>_<KEY> and CHECKER_CLUSTER_<N>_<KEY> -> (origin, path, value)."""
+    found: list[tuple[str, str, str]] = []
+    for var in sorted(env):
+        if not var.startswith(ENV_PREFIX) or var == CONFIG_ENV:
+            continue
+        rest = var[len(ENV_PREFIX) :].lower()
+        cluster = re.fullmatch(r"cluster_(\d+)_(\w+)", rest)
+        if cluster:
+            found.append((var, f"cluster[{cluster.group(1)}].{cluster.group(2)}", env[var]))
+            continue
+        section = next((s for s in SECTIONS if s != "cluster" and rest.startswith(s + "_")), None)
+        if section is None:
+            known = [
+                f"{ENV_PREFIX}{s.upper()}_{k.upper()}"
+                for s in SECTIONS
+                if s != "cluster"
+                for k in KEYS_BY_SECTION[s]
+            ]
+            problems.append(Problem(var, f"unknown environment variable{_suggest(var, known)}"))
+            continue
+        found.append((var, f"{section}.{rest[len(section) + 1 :]}", env[var]))
+    return found
+
+
+def _apply_overrides(
+    raw: dict[str, Any], overrides: Sequence[tuple[str, str, str]], problems: list[Problem]
+) -> None:
+    for origin, path, value in overrides:
+        parsed = _parse_path(path, origin, problems)
+        if parsed is None:
+            continue
+        section, index, key = parsed
+        if key not in KEYS_BY_SECTION[section]:
+            known = list(KEYS_BY_SECTION[section])
+            problems.append(Problem(origin, f"unknown key {section}.{key}{_suggest(key, known)}"))
+            continue
+        if section == "cluster":
+            clusters = raw.get("cluster")
+            assert index is not None
+            if not isinstance(clusters, list) or index >= len(clusters):
+                problems.append(Problem(origin, f"there is no cluster[{index}] in the file"))
+                continue
+            target = clusters[index]
+        else:
+            target = raw.setdefault(section, {})
+        if isinstance(target, dict):
+            target[key] = _Text(value)
+
+
+# ---------------------------------------------------------------- validation
+
+
+def _coerce(key: Key, value: object, where: str, problems: list[Problem]) -> object:
+    """Check one value against its Key; None when it is bad (the problem is recorded)."""
+    if key.kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, _Text) and value.strip().lower() in _TRUE + _FALSE:
+            return value.strip().lower() in _TRUE
+        problems.append(Problem(where, f"expected true or false, got {value!r}"))
+        return None
+    if key.kind is int:
+        number: int | None = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, _Text) and re.fullmatch(r"\s*-?\d+\s*", value):
+            number = int(value)
+        if number is None:
+            problems.append(Problem(where, f"expected a whole number, got {value!r}"))
+            return None
+        if key.minimum is not None and number < key.minimum:
+            problems.append(Problem(where, f"must be >= {key.minimum}, got {number}"))
+            return None
+        if key.maximum is not None and number > key.maximum:
+            problems.append(Problem(where, f"must be <= {key.maximum}, got {number}"))
+            return None
+        return number
+    if not isinstance(value, str):
+        problems.append(Problem(where, f"expected a string, got {value!r}"))
+        return None
+    text = str(value)
+    if key.choices and text not in key.choices:
+        problems.append(Problem(where, f"must be one of {', '.join(key.choices)}, got {text!r}"))
+        return None
+    return text
+
+
+def _section_values(
+    section: str,
+    table: object,
+    where: str,
+    checker: Checker,
+    problems: list[Problem],
+) -> dict[str, object]:
+    """Validated values of one table, defaults filled; a bad or missing key maps to None."""
+    keys = KEYS_BY_SECTION[section]
+    if not isinstance(table, dict):
+        problems.append(Problem(where, f"expected a table, got {table!r}"))
+        table = {}
+    values: dict[str, object] = {}
+    for name in table:
+        key = keys.get(name)
+        if key is None:
+            problems.append(Problem(f"{where}.{name}", f"unknown key{_suggest(name, list(keys))}"))
+        elif checker not in key.checkers:
+            only = " and ".join(c.command for c in key.checkers)
+            problems.append(Problem(f"{where}.{name}", f"only {only} uses this key"))
+    for name, key in keys.items():
+        if checker not in key.checkers:
+            values[name] = key.default
+            continue
+        if name in table:
+            values[name] = _coerce(key, table[name], f"{where}.{name}", problems)
+        elif key.required:
+            problems.append(Problem(f"{where}.{name}", "missing (required)"))
+            values[name] = None
+        else:
+            values[name] = key.default
+    return values
+
+
+def _password(values: dict[str, object], where: str, problems: list[Problem]) -> Secret | None:
+    inline, path = values.get("password"), values.get("password_file")
+    if inline is not None and path is not None:
+        problems.append(Problem(f"{where}.password", "set password or password_file, not both"))
+        return None
+    if path is not None:
+        try:
+            lines = Path(str(path)).read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            problems.append(
+                Problem(f"{where}.password_file", f"cannot read {path}: {exc.strerror}")
+            )
+            return None
+        if not lines or not lines[0]:
+            problems.append(Problem(f"{where}.password_file", f"{path} is empty"))
+            return None
+        return Secret(lines[0])
+    if inline is None:
+        problems.append(Problem(f"{where}.password", "missing (set password or password_file)"))
+        return None
+    return Secret(str(inline))
+
+
+def _tls(
+    values: dict[str, object], where: str, problems: list[Problem], warnings: list[str]
+) -> Tls | None:
+    paths = {name: values.get(name) for name in ("ssl_ca", "ssl_cert", "ssl_key")}
+    for name, path in paths.items():
+        if path is not None and not Path(str(path)).is_file():
+            problems.append(Problem(f"{where}.{name}", f"no such file: {path}"))
+    if (paths["ssl_cert"] is None) != (paths["ssl_key"] is None):
+        problems.append(Problem(f"{where}.ssl_cert", "ssl_cert and ssl_key go together"))
+    if not isinstance(values.get("ssl_mode"), str):
+        return None  # a bad ssl_mode is already a problem
+    mode = SslMode(values["ssl_mode"])
+    if mode.verifies and paths["ssl_ca"] is None:
+        problems.append(
+            Problem(
+                f"{where}.ssl_mode",
+                f'"{mode.value}" needs {where}.ssl_ca (the CA that signed the server\'s '
+                "certificate)",
+            )
+        )
+        return None
+    given = [name for name, path in paths.items() if path is not None]
+    if mode is SslMode.DISABLED and given:
+        warnings.append(
+            f'{where}.ssl_mode is "disabled": {", ".join(f"{where}.{n}" for n in given)} not used'
+        )
+    elif not mode.verifies and paths["ssl_ca"] is not None:
+        # as MySQL's own clients warn: a CA alone verifies nothing
+        warnings.append(
+            f'{where}.ssl_mode is "{mode.value}": the server is not verified against '
+            f'{where}.ssl_ca; set ssl_mode = "verify_ca" or "verify_identity" for that'
+        )
+    return Tls(mode, *(None if p is None else str(p) for p in paths.values()))
+
+
+def _endpoint(
+    values: dict[str, object], where: str, problems: list[Problem], warnings: list[str]
+) -> Endpoint | None:
+    password = _password(values, where, problems)
+    tls = _tls(values, where, problems, warnings)
+    fields_ok = all(
+        values[k] is not None for k in ("user", "connect_timeout_ms", "read_timeout_ms")
+    )
+    if password is None or tls is None or not fields_ok:
+        return None
+    return Endpoint(
+        user=str(values["user"]),
+        password=password,
+        tls=tls,
+        connect_timeout_ms=int(str(values["connect_timeout_ms"])),
+        read_timeout_ms=int(str(values["read_timeout_ms"])),
+    )
+
+
+_HOSTGROUP_KEYS = (
+    "writer_hostgroup",
+    "reader_hostgroup",
+    "backup_writer_hostgroup",
+    "offline_hostgroup",
+    "config_writer_hostgroup",
+    "config_reader_hostgroup",
+)
+
+
+def _cluster(
+    index: int,
+    table: object,
+    *,
+    checker: Checker,
+    used: dict[int, str],
+    names: dict[str, str],
+    problems: list[Problem],
+) -> ClusterSettings | None:
+    where = f"cluster[{index}]"
+    values = _section_values("cluster", table, where, checker, problems)
+    ok = True
+    name = values["name"]
+    if isinstance(name, str):
+        if not CLUSTER_NAME.fullmatch(name):
+            problems.append(Problem(f"{where}.name", f"{name!r}: use 1-64 of A-Z a-z 0-9 _ . -"))
+            ok = False
+        elif name in names:
+            problems.append(Problem(f"{where}.name", f"{name!r} is already {names[name]}.name"))
+            ok = False
+        else:
+            names[name] = where
+    derived_from: dict[str, str] = {}
+    for key, base, marker in (
+        ("config_writer_hostgroup", "writer_hostgroup", Derived.CONFIG_WRITER),
+        ("config_reader_hostgroup", "reader_hostgroup", Derived.CONFIG_READER),
+    ):
+        if values[key] is marker:
+            base_value = values[base]
+            values[key] = 8000 + base_value if isinstance(base_value, int) else None
+            derived_from[key] = base
+    mine: dict[int, str] = {}
+    clashed: set[str] = set()
+    for key in _HOSTGROUP_KEYS:
+        hostgroup = values[key]
+        if not isinstance(hostgroup, int):
+            ok = False
+            continue
+        clash = mine.get(hostgroup) or used.get(hostgroup)
+        if clash is None:
+            mine[hostgroup] = key
+            continue
+        ok = False
+        clashed.add(key)
+        if derived_from.get(key) in clashed:
+            continue  # the clash follows from its base key's, already reported
+        shown = (
+            f"{hostgroup} (8000 + {derived_from[key]})" if key in derived_from else str(hostgroup)
+        )
+        relation = "the same as" if hostgroup in mine else "already"
+        problems.append(Problem(f"{where}.{key}", f"{shown} is {relation} {clash}"))
+    for hostgroup, key in mine.items():
+        used.setdefault(hostgroup, f"{where}.{key}")
+    if not ok or any(v is None for k, v in values.items() if k != "main_segment"):
+        return None
+    return ClusterSettings(
+        name=str(values["name"]),
+        hostgroups=Hostgroups(*(int(str(values[k])) for k in _HOSTGROUP_KEYS)),
+        max_writers=int(str(values["max_writers"])),
+        writer_is_also_reader=int(str(values["writer_is_also_reader"])),
+        max_transactions_behind=int(str(values["max_transactions_behind"])),
+        retry_up=int(str(values["retry_up"])),
+        retry_down=int(str(values["retry_down"])),
+        fail_back=bool(values["fail_back"]),
+        kill_demoted_writer_connections=bool(values["kill_demoted_writer_connections"]),
+        drain_timeout_ms=int(str(values["drain_timeout_ms"])),
+        main_segment=None if values["main_segment"] is None else int(str(values["main_segment"])),
+        brownout=str(values["brownout"]),
+    )
+
+
+def _run(values: dict[str, object], problems: list[Problem]) -> RunSettings | None:
+    interval, runtime = values["interval_ms"], values["max_runtime_ms"]
+    if isinstance(interval, int) and isinstance(runtime, int) and runtime >= interval:
+        problems.append(
+            Problem(
+                "run.max_runtime_ms",
+                f"{runtime} must be below run.interval_ms ({interval}) so passes never overlap",
+            )
+        )
+        return None
+    state_dir = values["state_dir"]
+    if isinstance(state_dir, str):
+        path = Path(state_dir)
+        if not path.is_absolute():
+            problems.append(
+                Problem(
+                    "run.state_dir",
+                    f"{state_dir!r} must be an absolute path "
+                    "(the scheduler runs with no working directory of ours)",
+                )
+            )
+            return None
+        if path.exists() and not path.is_dir():
+            problems.append(Problem("run.state_dir", f"{state_dir} exists and is not a directory"))
+            return None
+    listen: ListenAddress | None = None
+    if isinstance(values["metrics_listen"], str):
+        try:
+            listen = ListenAddress.parse(values["metrics_listen"])
+        except ValueError as exc:
+            problems.append(Problem("run.metrics_listen", str(exc)))
+            return None
+    if any(v is None for k, v in values.items() if k != "metrics_listen"):
+        return None
+    return RunSettings(
+        interval_ms=int(str(interval)),
+        max_runtime_ms=int(str(runtime)),
+        state_dir=Path(str(state_dir)),
+        persist=bool(values["persist"]),
+        log_format=str(values["log_format"]),
+        log_level=str(values["log_level"]),
+        log_stream=str(values["log_stream"]),
+        metrics_listen=listen,
+    )
+
+
+def _file_warnings(path: Path, raw: dict[str, Any]) -> tuple[str, ...]:
+    inline = any(
+        isinstance(raw.get(s), dict) and "password" in raw[s] for s in ("proxysql", "monitor")
+    )
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return ()
+    if inline and mode & (stat.S_IRGRP | stat.S_IROTH | stat.S_IWOTH):
+        return (f"{path} holds a password and is readable by others: chmod 600 {path}",)
+    return ()
+
+
+def _proxy_address(value: object, problems: list[Problem]) -> ProxyAddress | None:
+    if value is None:
+        return None
+    text = str(value)
+    host, sep, port = text.rpartition(":")
+    problem = None
+    if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
+        problem = f"{text!r}: expected host:port, as proxysql_servers names this proxy"
+    else:
+        problem = host_problem(host)
+    if problem is not None:
+        problems.append(Problem("proxysql.cluster_address", problem))
+        return None
+    return ProxyAddress(host, int(port))
+
+
+def load(
+    path: str | Path,
+    checker: Checker,
+    env: Mapping[str, str] | None = None,
+    overrides: Sequence[str] = (),
+) -> Settings:
+    """Read, merge and validate; raise ConfigError listing every problem."""
+    source = Path(path)
+    raw = _read_file(source)
+    problems: list[Problem] = []
+    if isinstance(raw.get("cluster"), dict):  # a single [cluster] table reads as one cluster
+        raw["cluster"] = [raw["cluster"]]
+    env_pairs = _env_overrides(os.environ if env is None else env, problems)
+    cli_pairs: list[tuple[str, str, str]] = []
+    for item in overrides:
+        target, sep, value = item.partition("=")
+        if not sep:
+            problems.append(Problem("--set", f"{item!r}: expected KEY=VALUE"))
+            continue
+        cli_pairs.append((f"--set {target.strip()}", target.strip(), value))
+    _apply_overrides(raw, env_pairs + cli_pairs, problems)
+
+    for section in raw:
+        if section not in SECTIONS:
+            problems.append(Problem(section, f"unknown section{_suggest(section, SECTIONS)}"))
+    proxysql_values = _section_values(
+        "proxysql", raw.get("proxysql", {}), "proxysql", checker, problems
+    )
+    tls_warnings: list[str] = []
+    proxysql_endpoint = _endpoint(proxysql_values, "proxysql", problems, tls_warnings)
+    monitor = _endpoint(
+        _section_values("monitor", raw.get("monitor", {}), "monitor", checker, problems),
+        "monitor",
+        problems,
+        tls_warnings,
+    )
+    run = _run(_section_values("run", raw.get("run", {}), "run", checker, problems), problems)
+    if monitor is not None and run is not None and monitor.connect_timeout_ms >= run.max_runtime_ms:
+        problems.append(
+            Problem(
+                "monitor.connect_timeout_ms",
+                f"{monitor.connect_timeout_ms} must be below "
+                f"run.max_runtime_ms ({run.max_runtime_ms})",
+            )
+        )
+
+    tables = raw.get("cluster")
+    clusters: list[ClusterSettings] = []
+    if tables is None:
+        problems.append(
+            Problem("cluster", "no [[cluster]] table: at least one cluster is required")
+        )
+    elif not isinstance(tables, list):
+        problems.append(Problem("cluster", "expected [[cluster]] tables"))
+    else:
+        used: dict[int, str] = {}
+        names: dict[str, str] = {}
+        for index, table in enumerate(tables):
+            cluster = _cluster(
+                index, table, checker=checker, used=used, names=names, problems=problems
+            )
+            if cluster is not None:
+                clusters.append(cluster)
+
+    host = proxysql_values.get("host")
+    if isinstance(host, str) and (problem := host_problem(host)) is not None:
+        problems.append(Problem("proxysql.host", problem))
+    cluster_address = _proxy_address(proxysql_values.get("cluster_address"), problems)
+
+    if problems:
+        raise ConfigError(problems)
+    assert proxysql_endpoint is not None and monitor is not None and run is not None
+    return Settings(
+        checker=checker,
+        source=source.resolve(),
+        proxysql=ProxySQLSettings(
+            host=str(proxysql_values["host"]),
+            port=int(str(proxysql_values["port"])),
+            endpoint=proxysql_endpoint,
+            cluster=str(proxysql_values["cluster"]),
+            cluster_address=cluster_address,
+        ),
+        monitor=monitor,
+        run=run,
+        clusters=tuple(clusters),
+        warnings=_file_warnings(source, raw) + tuple(tls_warnings),
+    )

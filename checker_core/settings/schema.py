@@ -1,0 +1,432 @@
+"""Every configuration key the checkers know: type, default, bounds, and what it means.
+
+config.py validates against this table, and the configuration reference is generated from it,
+so a key cannot exist without its documentation.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Checker(enum.Enum):
+    GALERA = "galera"
+    GR = "gr"
+
+    @property
+    def command(self) -> str:
+        return "galera-checker" if self is Checker.GALERA else "gr-checker"
+
+
+BOTH = (Checker.GALERA, Checker.GR)
+
+
+class Derived(enum.Enum):
+    """Defaults computed from other keys of the same cluster."""
+
+    CONFIG_WRITER = "8000 + writer_hostgroup"
+    CONFIG_READER = "8000 + reader_hostgroup"
+
+
+REQUIRED = object()
+"""Marks a key without a default."""
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    section: str
+    name: str
+    kind: type  # int, str, bool
+    default: object
+    doc: str
+    choices: tuple[str, ...] = ()
+    minimum: int | None = None
+    maximum: int | None = None
+    checkers: tuple[Checker, ...] = BOTH
+    secret: bool = False
+    optional: bool = False  # may be absent without a default (None)
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+class SslMode(enum.Enum):
+    """TLS to one endpoint, in the words of MySQL's clients (--ssl-mode)."""
+
+    DISABLED = "disabled"
+    PREFERRED = "preferred"
+    REQUIRED = "required"
+    VERIFY_CA = "verify_ca"
+    VERIFY_IDENTITY = "verify_identity"
+
+    @property
+    def encrypts(self) -> bool:
+        """TLS is offered to the server."""
+        return self is not SslMode.DISABLED
+
+    @property
+    def insists(self) -> bool:
+        """A server without TLS, or a failed handshake, is an error (not plain text)."""
+        return self in (SslMode.REQUIRED, SslMode.VERIFY_CA, SslMode.VERIFY_IDENTITY)
+
+    @property
+    def verifies(self) -> bool:
+        """The server's certificate must chain to ssl_ca."""
+        return self in (SslMode.VERIFY_CA, SslMode.VERIFY_IDENTITY)
+
+    @property
+    def meaning(self) -> str:
+        return _SSL_MODE_MEANING[self]
+
+
+_SSL_MODE_MEANING = {
+    SslMode.DISABLED: "plain text, TLS is never offered",
+    SslMode.PREFERRED: "TLS when the server offers it, else plain text; verifies nothing",
+    SslMode.REQUIRED: "TLS or no connection; encrypts but verifies nothing",
+    SslMode.VERIFY_CA: "TLS with a certificate signed by ssl_ca",
+    SslMode.VERIFY_IDENTITY: "as verify_ca, and the certificate names the host",
+}
+SSL_MODES = tuple(mode.value for mode in SslMode)
+
+
+def _ssl_keys(section: str, peer: str) -> tuple[Key, ...]:
+    """The TLS keys of one endpoint section ([proxysql] or [monitor])."""
+    return (
+        Key(
+            section,
+            "ssl_mode",
+            str,
+            SslMode.PREFERRED.value,
+            f"TLS to {peer}: "
+            + ", ".join(f"{mode.value} ({mode.meaning})" for mode in SslMode)
+            + ". verify_ca and verify_identity need ssl_ca.",
+            choices=SSL_MODES,
+        ),
+        Key(
+            section,
+            "ssl_ca",
+            str,
+            None,
+            "CA file the server's certificate is verified against (verify_ca, verify_identity); "
+            "the other modes do not verify.",
+            optional=True,
+        ),
+        Key(
+            section,
+            "ssl_cert",
+            str,
+            None,
+            f"Client certificate presented to {peer} (with ssl_key).",
+            optional=True,
+        ),
+        Key(section, "ssl_key", str, None, "Client key of ssl_cert.", optional=True),
+    )
+
+
+SECTIONS = ("proxysql", "monitor", "run", "cluster")
+
+KEYS: tuple[Key, ...] = (
+    # [proxysql]: the admin interface the checker reads and writes
+    Key("proxysql", "host", str, "127.0.0.1", "Address of ProxySQL's admin interface."),
+    Key(
+        "proxysql",
+        "port",
+        int,
+        6032,
+        "Port of ProxySQL's admin interface.",
+        minimum=1,
+        maximum=65535,
+    ),
+    Key("proxysql", "user", str, "admin", "Admin user."),
+    Key(
+        "proxysql",
+        "password",
+        str,
+        None,
+        "Admin password (or password_file).",
+        secret=True,
+        optional=True,
+    ),
+    Key(
+        "proxysql",
+        "password_file",
+        str,
+        None,
+        "File whose first line is the admin password.",
+        optional=True,
+    ),
+    *_ssl_keys("proxysql", "the admin interface"),
+    Key(
+        "proxysql",
+        "connect_timeout_ms",
+        int,
+        1000,
+        "Admin connect timeout.",
+        minimum=1,
+        maximum=60000,
+    ),
+    Key(
+        "proxysql",
+        "read_timeout_ms",
+        int,
+        2000,
+        "Admin read/write timeout per statement.",
+        minimum=1,
+        maximum=600000,
+    ),
+    Key(
+        "proxysql",
+        "cluster",
+        str,
+        "auto",
+        "ProxySQL Cluster: with `auto`, when runtime_proxysql_servers lists peers, only the "
+        "checker of the acting proxy (the first alive peer in hostname, port order) writes and "
+        "LOADs; the others probe, judge and report (role `standby`). With `off` this checker "
+        "acts on its proxy whatever the peers (for one checker per ProxySQL Cluster only).",
+        choices=("auto", "off"),
+    ),
+    Key(
+        "proxysql",
+        "cluster_address",
+        str,
+        None,
+        "This proxy as runtime_proxysql_servers names it, `host:port` (default: "
+        "proxysql.host:proxysql.port). A pass refuses an address that is not in the list.",
+        optional=True,
+    ),
+    # [monitor]: the account that probes the backends
+    Key("monitor", "user", str, "monitor", "Account the checker probes backends with."),
+    Key(
+        "monitor",
+        "password",
+        str,
+        None,
+        "Its password (or password_file).",
+        secret=True,
+        optional=True,
+    ),
+    Key(
+        "monitor",
+        "password_file",
+        str,
+        None,
+        "File whose first line is the monitor password.",
+        optional=True,
+    ),
+    *_ssl_keys("monitor", "the backends"),
+    Key(
+        "monitor",
+        "connect_timeout_ms",
+        int,
+        500,
+        "Probe connect timeout per node.",
+        minimum=1,
+        maximum=60000,
+    ),
+    Key(
+        "monitor",
+        "read_timeout_ms",
+        int,
+        800,
+        "Probe read timeout per node.",
+        minimum=1,
+        maximum=60000,
+    ),
+    # [run]: how passes run
+    Key(
+        "run",
+        "interval_ms",
+        int,
+        2000,
+        "Cadence of the daemon, and the interval_ms of the scheduler row.",
+        minimum=100,
+        maximum=100000000,
+    ),
+    Key(
+        "run",
+        "max_runtime_ms",
+        int,
+        1800,
+        "A pass ends itself before this; keep it below interval_ms.",
+        minimum=50,
+        maximum=100000000,
+    ),
+    Key(
+        "run",
+        "state_dir",
+        str,
+        "/var/lib/proxysql-checkers",
+        "Directory of lock files and remembered counters.",
+    ),
+    Key(
+        "run",
+        "persist",
+        bool,
+        True,
+        "SAVE MYSQL SERVERS TO DISK after every LOAD the checker issues.",
+    ),
+    Key(
+        "run",
+        "log_format",
+        str,
+        "auto",
+        "auto (console on a terminal, JSON otherwise), json or console.",
+        choices=("auto", "json", "console"),
+    ),
+    Key(
+        "run",
+        "log_level",
+        str,
+        "info",
+        "debug adds one line per node and pass.",
+        choices=("debug", "info", "warning", "error"),
+    ),
+    Key(
+        "run",
+        "log_stream",
+        str,
+        "stderr",
+        "Where log lines go; stdout suits containers whose collectors read it.",
+        choices=("stderr", "stdout"),
+    ),
+    Key(
+        "run",
+        "metrics_listen",
+        str,
+        None,
+        "Daemon only: HOST:PORT serving /metrics (Prometheus), /health and /status, "
+        'e.g. "127.0.0.1:9140". Unset: no listener.',
+        optional=True,
+    ),
+    # [[cluster]]: one hostgroup set each
+    Key(
+        "cluster",
+        "name",
+        str,
+        REQUIRED,
+        "Name used in logs, lock and state files ([A-Za-z0-9_.-]).",
+    ),
+    Key("cluster", "writer_hostgroup", int, REQUIRED, "Hostgroup of the writer(s).", minimum=0),
+    Key("cluster", "reader_hostgroup", int, REQUIRED, "Hostgroup of the readers.", minimum=1),
+    Key(
+        "cluster",
+        "backup_writer_hostgroup",
+        int,
+        REQUIRED,
+        "Hostgroup of the healthy writable nodes that are not writers.",
+        minimum=0,
+    ),
+    Key(
+        "cluster",
+        "offline_hostgroup",
+        int,
+        REQUIRED,
+        "Hostgroup where unusable nodes are parked.",
+        minimum=0,
+    ),
+    Key(
+        "cluster",
+        "config_writer_hostgroup",
+        int,
+        Derived.CONFIG_WRITER,
+        "Template hostgroup: roster and writer weights.",
+        minimum=0,
+    ),
+    Key(
+        "cluster",
+        "config_reader_hostgroup",
+        int,
+        Derived.CONFIG_READER,
+        "Template hostgroup: roster and reader weights.",
+        minimum=0,
+    ),
+    Key("cluster", "max_writers", int, 1, "Never more writers than this.", minimum=1, maximum=1000),
+    Key(
+        "cluster",
+        "writer_is_also_reader",
+        int,
+        1,
+        "0: the writer(s) take no reads, every other healthy node reads (backup writers too); "
+        "1: every healthy node reads, writers too; 2: ProxySQL's native meaning, backup writers "
+        "and nodes that may not write read, the writer(s) do not (where every node may write, "
+        "the same as 0). Nobody else left to read: the writer reads, and the pass says so.",
+        minimum=0,
+        maximum=2,
+    ),
+    Key(
+        "cluster",
+        "max_transactions_behind",
+        int,
+        0,
+        "Receive/applier queue above which a reader is lagging (0: no limit).",
+        minimum=0,
+    ),
+    Key(
+        "cluster",
+        "retry_up",
+        int,
+        0,
+        "Good probes in a row before a node is routed again.",
+        minimum=0,
+        maximum=1000,
+    ),
+    Key(
+        "cluster",
+        "retry_down",
+        int,
+        0,
+        "Bad probes in a row before a node is taken out.",
+        minimum=0,
+        maximum=1000,
+    ),
+    Key(
+        "cluster",
+        "fail_back",
+        bool,
+        False,
+        "A returning node with a higher writer weight takes the writer role back.",
+    ),
+    Key(
+        "cluster",
+        "kill_demoted_writer_connections",
+        bool,
+        False,
+        "Cut a demoted writer's connections instead of draining them.",
+    ),
+    Key(
+        "cluster",
+        "drain_timeout_ms",
+        int,
+        30000,
+        "A demoted writer drains (OFFLINE_SOFT) until its connections are done or this long.",
+        minimum=0,
+    ),
+    Key(
+        "cluster",
+        "main_segment",
+        int,
+        None,
+        "Prefer writers in this Galera segment (gmcast.segment).",
+        minimum=0,
+        maximum=255,
+        checkers=(Checker.GALERA,),
+        optional=True,
+    ),
+    Key(
+        "cluster",
+        "brownout",
+        str,
+        "hold",
+        "A new primary still super_read_only: hold writes (empty writer hostgroup) or route them.",
+        choices=("hold", "route"),
+        checkers=(Checker.GR,),
+    ),
+)
+
+KEYS_BY_SECTION: dict[str, dict[str, Key]] = {
+    section: {k.name: k for k in KEYS if k.section == section} for section in SECTIONS
+}
+
+ENV_PREFIX = "CHECKER_"

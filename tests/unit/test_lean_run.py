@@ -1,0 +1,175 @@
+"""The scheduler's `run` imports only what a pass needs: no click, no structlog, no Prometheus
+client, no cryptography (until an account logs in with RSA), no thread pool."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker_core.oneshot import RunLine, parse
+
+NOT_ON_THE_RUN_PATH = (
+    "click",
+    "structlog",
+    "prometheus_client",
+    "cryptography",
+    "concurrent.futures",
+    "difflib",
+)
+
+CONFIG = """
+[proxysql]
+port = {port}
+password = "admin-pw"
+[monitor]
+password = "monitor-pw"
+[run]
+state_dir = "{state}"
+log_format = "json"
+[[cluster]]
+name = "main"
+writer_hostgroup = 100
+reader_hostgroup = 101
+backup_writer_hostgroup = 102
+offline_hostgroup = 9100
+"""
+
+# runs what the console script's main() runs for ProxySQL's scheduler row, then lists what the
+# process imported (main() itself ends the process at once)
+PROGRAM = """
+import sys
+from checker_core import oneshot
+from {package}.cli import kind
+code = oneshot.main(["--config={config}", "run"], oneshot_checker, kind)
+print(code)
+print(" ".join(sorted(sys.modules)))
+"""
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    # a port nothing listens on: the pass connects, is refused, and ends with exit code 1
+    from tests.lab.process import free_port
+
+    path = tmp_path / "checker.toml"
+    path.write_text(CONFIG.format(port=free_port(), state=tmp_path / "state"))
+    path.chmod(0o600)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("package", "checker"), [("galera_checker", "GALERA"), ("gr_checker", "GR")]
+)
+def test_run_path_leaves_daemon_and_cli_machinery_unimported(
+    config: Path, package: str, checker: str
+) -> None:
+    program = "from checker_core.settings.schema import Checker\n" + PROGRAM.format(
+        config=config, package=package
+    ).replace("oneshot_checker", f"Checker.{checker}")
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    code, modules = done.stdout.splitlines()
+    assert code == "1", done.stderr  # the admin refused: the pass ran to its connect
+    assert "unreachable" in done.stderr
+    imported = set(modules.split())
+    assert "pymysql.connections" in imported  # the path was walked, not just read
+    found = sorted(
+        m for m in imported if m.split(".")[0] in NOT_ON_THE_RUN_PATH or m in NOT_ON_THE_RUN_PATH
+    )
+    assert found == []
+
+
+def test_cryptography_is_loaded_when_a_login_needs_it() -> None:
+    program = """
+import sys
+from checker_core.edges import driver
+driver.load()
+print("cryptography" in sys.modules)
+import pymysql._auth
+print(pymysql._auth._have_cryptography)
+print(driver.enable_rsa(), pymysql._auth._have_cryptography, driver.enable_rsa())
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.stdout.splitlines() == ["False", "False", "True True True"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--config=/c.toml", "run"], RunLine(Path("/c.toml"), ())),
+        (["-c", "/c.toml", "run"], RunLine(Path("/c.toml"), ())),
+        (["run", "--config", "/c.toml"], RunLine(Path("/c.toml"), ())),
+        (["--config=/a", "run", "--config=/b"], RunLine(Path("/b"), ())),
+        (
+            ["--set", "run.log_level=debug", "run", "--set=cluster[0].retry_up=2"],
+            RunLine(None, ("run.log_level=debug", "cluster[0].retry_up=2")),
+        ),
+        (["run"], RunLine(None, ())),
+        # everything else is click's to read and judge
+        (["--config=/c.toml", "run", "--dry-run"], None),
+        (["--config=/c.toml", "status"], None),
+        (["run", "--help"], None),
+        (["--help"], None),
+        ([], None),
+        (["run", "run"], None),
+        (["--config", "run"], None),
+        (["--config="], None),
+        (["--config=", "run"], None),
+        (["-c/c.toml", "run"], None),
+        (["--verbose", "run"], None),
+    ],
+)
+def test_plain_run_lines(argv: list[str], expected: RunLine | None) -> None:
+    assert parse(argv) == expected
+
+
+def test_bad_input_without_click_reads_as_with_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from checker_core import oneshot
+    from checker_core.settings.schema import Checker
+    from galera_checker.cli import build, kind
+
+    path = tmp_path / "bad.toml"
+    path.write_text(CONFIG.format(port=70000, state=tmp_path / "state"))
+    assert oneshot.main([f"--config={path}", "run"], Checker.GALERA, kind) == 2
+    lean = capsys.readouterr().err
+    assert lean == f"{path}: 1 problem(s):\n  proxysql.port: must be <= 65535, got 70000\n"
+    clicked = CliRunner().invoke(build(), [f"--config={path}", "run"])
+    assert (clicked.exit_code, clicked.output) == (2, lean)
+    monkeypatch.delenv("CHECKER_CONFIG", raising=False)
+    assert oneshot.main(["run"], Checker.GALERA, kind) == 2
+    assert "no configuration file" in capsys.readouterr().err
+
+
+def test_the_program_ends_with_the_pass_code_and_its_log_line(config: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "galera_checker", f"--config={config}", "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 1
+    [line] = [json.loads(x) for x in done.stderr.splitlines() if x.startswith("{")]
+    assert (line["event"], line["outcome"]) == ("pass", "failed")

@@ -1,0 +1,56 @@
+"""How often a pass asks its proxy about ProxySQL Cluster peers: a scheduler pass every time,
+a daemon without peers only now and then (a steady daemon pass pays for no extra query)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from checker_core.core.peers import Role
+from checker_core.runner import PEERS_RECHECK_S, CheckerKind, PassRunner
+from checker_core.settings.config import load
+from checker_core.settings.schema import Checker
+from galera_checker.policy import GaleraPolicy
+from tests.unit.test_blind_pass import CONFIG
+
+
+class PeerlessAdmin:
+    """A proxy with no peers that counts what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        self.asked.append(sql)
+        return []
+
+
+def runner(tmp_path: Path, persistent: bool) -> PassRunner:
+    config = tmp_path / "checker.toml"
+    config.write_text(CONFIG.replace("{state}", str(tmp_path / "state")))
+    config.chmod(0o600)
+    settings = load(config, Checker.GALERA, env={})
+    kind = CheckerKind(Checker.GALERA, GaleraPolicy(), repr)
+    return PassRunner(settings, kind, persistent=persistent)
+
+
+def test_a_daemon_without_peers_asks_again_only_after_a_while(tmp_path: Path) -> None:
+    daemon = runner(tmp_path, persistent=True)
+    clock = [100.0]
+    daemon.monotonic = lambda: clock[0]
+    admin = PeerlessAdmin()
+    for _ in range(3):
+        assert daemon._leadership(admin, remember=True).role is Role.ALONE  # type: ignore[arg-type]
+    assert len(admin.asked) == 1
+    clock[0] += PEERS_RECHECK_S
+    daemon._leadership(admin, remember=True)  # type: ignore[arg-type]
+    assert len(admin.asked) == 2
+
+
+def test_a_scheduler_pass_asks_every_time(tmp_path: Path) -> None:
+    one_shot = runner(tmp_path, persistent=False)
+    admin = PeerlessAdmin()
+    for _ in range(2):
+        one_shot._leadership(admin, remember=True)  # type: ignore[arg-type]
+    assert len(admin.asked) == 2
