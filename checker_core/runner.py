@@ -21,7 +21,7 @@ from checker_core.core.model import BadRow, NodeAddress
 from checker_core.core.peers import ALONE, Leadership, NotAPeer, PeerMemory, Role, choose_actor
 from checker_core.core.probes import ProbeResult
 from checker_core.core.roster import BadRows, LiveLayout
-from checker_core.edges.backend import ProbeFn, Prober
+from checker_core.edges.backend import PendingProbes, ProbeFn, Prober
 from checker_core.edges.lock import PassTimeout, cluster_lock, deadline
 from checker_core.edges.memory import StateStore
 from checker_core.edges.proxysql import (
@@ -183,6 +183,8 @@ class PassRunner:
         self._admin: AdminClient | None = None
         self._peers: PeerMemory | None = None
         self._alone_until = 0.0  # monotonic: the daemon found no peers; asks again after this
+        # the daemon's last roster per cluster: probed while ProxySQL's rows are being read
+        self._last_roster: dict[str, tuple[NodeAddress, ...]] = {}
         self.clock: Callable[[], float] = time.time
         self.monotonic: Callable[[], float] = time.monotonic
 
@@ -319,6 +321,21 @@ class PassRunner:
             self._drop_admin()
             return result(Outcome.FAILED, f"{exc}; nothing loaded after that point")
 
+    def _probe_roster(
+        self,
+        nodes: tuple[NodeAddress, ...],
+        pending: PendingProbes | None,
+        deadline: float,
+    ) -> dict[NodeAddress, ProbeResult]:
+        """The roster's probes: those begun before the rows were read, and the rest now (a
+        node new to the roster). Results for nodes that left the roster are dropped."""
+        if pending is None:
+            return self.prober.probe_all(nodes, deadline)
+        started = set(pending.nodes)
+        late = self.prober.start([n for n in nodes if n not in started], deadline)
+        found = {**pending.collect(deadline), **late.collect(deadline)}
+        return {n: found[n] for n in nodes}
+
     def _drop_admin(self) -> None:
         if self._admin is not None:
             self._admin.close()
@@ -333,17 +350,23 @@ class PassRunner:
     ) -> PassResult:
         admin = self.admin()
         hostgroups = cluster.hostgroups
+        probe_budget = self.settings.run.max_runtime_ms / 1000 * PROBE_SHARE
+        probe_deadline = started + probe_budget
+        # The daemon's rosters rarely change: its nodes are probed while ProxySQL's rows are
+        # read, so a steady pass costs the longer of the two waits, not their sum.
+        early = self._last_roster.get(cluster.name, ()) if self.persistent else ()
+        pending = self.prober.start(early, probe_deadline) if early else None
         rows = admin.read_rows(hostgroups.all)
         view = view_of(rows, cluster)
         roster = view.roster
+        if self.persistent:
+            self._last_roster[cluster.name] = roster.addresses
         if not roster.nodes:
             return result(
                 Outcome.BAD_INPUT,
                 f"no roster: hostgroups {', '.join(map(str, hostgroups.all))} hold no server; "
                 "add the nodes to the writer/reader hostgroups or the templates",
             )
-        probe_budget = self.settings.run.max_runtime_ms / 1000 * PROBE_SHARE
-        probe_deadline = started + probe_budget
         left = probe_deadline - self.monotonic()
         if left < probe_budget * MIN_PROBE_SHARE_LEFT:
             # a node must not be judged down on a probe the pass left it no time for
@@ -354,7 +377,7 @@ class PassRunner:
                 f"({self.settings.run.max_runtime_ms}), leaving {max(0.0, left) * 1000:.0f} ms "
                 "to probe; nothing changed",
             )
-        probes = self.prober.probe_all(roster.addresses, probe_deadline)
+        probes = self._probe_roster(roster.addresses, pending, probe_deadline)
         if probes and all(p.error and ACCESS_DENIED in p.error for p in probes.values()):
             # a wrong monitor password, not a dead cluster: taking every node out would be
             # an outage caused by a typo

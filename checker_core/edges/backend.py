@@ -143,35 +143,18 @@ class Prober:
         )
         thread.start()
 
+    def start(self, nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
+        """Probes of `nodes` under way; their results are gathered by PendingProbes.collect."""
+        pending = PendingProbes(tuple(nodes), time.monotonic())
+        for node in pending.nodes:
+            self._spawn(node, deadline, pending.results)
+        return pending
+
     def probe_all(
         self, nodes: Sequence[NodeAddress], deadline: float
     ) -> dict[NodeAddress, ProbeResult]:
         """Every node's result by the deadline (monotonic seconds); late ones say so."""
-        started = time.monotonic()
-        results: queue.Queue[ProbeResult] = queue.Queue()
-        for node in nodes:
-            self._spawn(node, deadline, results)
-        done: dict[NodeAddress, ProbeResult] = {}
-        while len(done) < len(nodes):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            try:
-                result = results.get(timeout=remaining)
-            except queue.Empty:
-                break
-            done[result.node] = result
-        waited = (time.monotonic() - started) * 1000
-        for node in nodes:
-            if node not in done:
-                done[node] = ProbeResult(
-                    node,
-                    None,
-                    f"no answer within the pass deadline ({waited:.0f} ms)",
-                    waited,
-                    ProbeFailure.SILENT,
-                )
-        return done
+        return self.start(nodes, deadline).collect(deadline)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -182,6 +165,39 @@ class Prober:
             conns, self._conns = list(self._conns.values()), {}
         for conn in conns:
             _close(conn)
+
+
+class PendingProbes:
+    """Probes started together; collect() waits for them up to the deadline."""
+
+    def __init__(self, nodes: tuple[NodeAddress, ...], started: float) -> None:
+        self.nodes = nodes
+        self.started = started
+        self.results: queue.Queue[ProbeResult] = queue.Queue()
+
+    def collect(self, deadline: float) -> dict[NodeAddress, ProbeResult]:
+        """Every node's result by the deadline (monotonic seconds); late ones say so."""
+        done: dict[NodeAddress, ProbeResult] = {}
+        while len(done) < len(self.nodes):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                result = self.results.get(timeout=remaining)
+            except queue.Empty:
+                break
+            done[result.node] = result
+        waited = (time.monotonic() - self.started) * 1000
+        for node in self.nodes:
+            if node not in done:
+                done[node] = ProbeResult(
+                    node,
+                    None,
+                    f"no answer within the pass deadline ({waited:.0f} ms)",
+                    waited,
+                    ProbeFailure.SILENT,
+                )
+        return done
 
 
 def _close(conn: pymysql.connections.Connection[Any]) -> None:

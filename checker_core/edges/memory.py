@@ -21,7 +21,8 @@ class StateStore:
     def __init__(self, state_dir: Path, checker: Checker) -> None:
         self.state_dir = state_dir
         self.checker = checker
-        self._written: dict[str, str] = {}  # what this process last wrote, per cluster
+        # the file's text as this process last wrote or read it, per cluster
+        self._written: dict[str, str] = {}
 
     def ensure_dir(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
@@ -44,7 +45,8 @@ class StateStore:
         """The remembered nodes, and a warning when the file was unreadable (then: start afresh)."""
         path = self.state_path(cluster)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            data = json.loads(text)
             nodes = {
                 _node(key): NodeMemory.from_json(value)
                 for key, value in data.get("nodes", {}).items()
@@ -53,6 +55,9 @@ class StateStore:
             return {}, None
         except (OSError, ValueError, TypeError, AttributeError, AssertionError) as exc:
             return {}, f"state file {path} unreadable ({exc}); counters start afresh"
+        # a pass that leaves the counters as it found them (the steady case) need not rewrite
+        # and fsync the file: save() compares with this
+        self._written[cluster] = text
         return nodes, None
 
     def save(self, cluster: str, nodes: Mapping[NodeAddress, NodeMemory]) -> None:

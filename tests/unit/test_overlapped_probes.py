@@ -1,0 +1,135 @@
+"""The daemon probes its last roster while ProxySQL's rows are being read, so a steady pass
+costs the longer of the two waits, not their sum; the roster read in this pass still decides
+which nodes are judged (a node new to it is probed late, one gone from it is not judged)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from checker_core.core.model import ClusterRows, NodeAddress, ServerRow
+from checker_core.core.probes import ProbeResult
+from checker_core.edges.backend import PendingProbes
+from checker_core.edges.proxysql import ApplyResult
+from checker_core.runner import CheckerKind, Mode, Outcome, PassRunner
+from checker_core.settings.config import load
+from checker_core.settings.schema import Checker
+from galera_checker.policy import GaleraPolicy
+from tests.unit.galera_cases import N1, N2, N3, NODES, probe_ok, rows_of, steady
+from tests.unit.test_blind_pass import CONFIG
+
+N4 = NodeAddress("127.0.0.1", 3314)
+
+
+class RecordingAdmin:
+    """The admin client as far as a pass uses it, writing what it is asked into `events`."""
+
+    def __init__(self, rows: ClusterRows, events: list[str]) -> None:
+        self.rows = rows
+        self.events = events
+
+    def read_rows(self, hostgroups: Iterable[int]) -> ClusterRows:
+        self.events.append("read rows")
+        return self.rows
+
+    def connections_in_use(self, hostgroup: int) -> dict[NodeAddress, int]:
+        return {}
+
+    def apply(self, plan: Any, persist: bool, staging: Sequence[ServerRow]) -> ApplyResult:
+        changed = len(plan.changes)
+        self.events.append(f"apply {changed}")
+        return ApplyResult(staged=changed, loaded=plan.needs_load, saved=False)
+
+    def close(self) -> None:
+        pass
+
+
+class RecordingProber:
+    """Answers every probe at once with a healthy node, writing what was started into `events`."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def start(self, nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
+        pending = PendingProbes(tuple(nodes), 0.0)
+        if nodes:
+            self.events.append("probe " + " ".join(str(n.port) for n in nodes))
+        for node in nodes:
+            pending.results.put(probe_ok(node))
+        return pending
+
+    def probe_all(
+        self, nodes: Sequence[NodeAddress], deadline: float
+    ) -> dict[NodeAddress, ProbeResult]:
+        return self.start(nodes, deadline).collect(deadline)
+
+    def close(self) -> None:
+        pass
+
+
+def recording_runner(
+    tmp_path: Path, persistent: bool, rows: ClusterRows
+) -> tuple[PassRunner, RecordingAdmin, list[str]]:
+    config = tmp_path / "checker.toml"
+    config.write_text(
+        CONFIG.replace("{state}", str(tmp_path / "state")).replace(
+            'password = "admin-pw"', 'password = "admin-pw"\ncluster = "off"'
+        )
+    )
+    config.chmod(0o600)
+    settings = load(config, Checker.GALERA, env={})
+    runner = PassRunner(settings, CheckerKind(Checker.GALERA, GaleraPolicy(), repr), persistent)
+    events: list[str] = []
+    admin = RecordingAdmin(rows, events)
+    runner._admin = admin  # type: ignore[assignment]
+    runner.prober = RecordingProber(events)  # type: ignore[assignment]
+    return runner, admin, events
+
+
+def one_pass(runner: PassRunner) -> tuple[Outcome, Mapping[NodeAddress, ProbeResult]]:
+    result = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    return result.outcome, result.probes
+
+
+ALL = "probe 3311 3312 3313"
+
+
+def test_the_daemon_probes_its_last_roster_before_reading_the_rows(tmp_path: Path) -> None:
+    daemon, _, events = recording_runner(tmp_path, True, rows_of(steady(N1)))
+
+    assert one_pass(daemon)[0] is Outcome.UNCHANGED
+    assert events == ["read rows", ALL, "apply 0"], "no roster known yet: read first"
+    events.clear()
+    outcome, probes = one_pass(daemon)
+    assert outcome is Outcome.UNCHANGED
+    assert events == [ALL, "read rows", "apply 0"]
+    assert set(probes) == set(NODES)
+
+
+def test_a_node_new_to_the_roster_is_probed_late_and_one_gone_is_not_judged(
+    tmp_path: Path,
+) -> None:
+    daemon, admin, events = recording_runner(tmp_path, True, rows_of(steady(N1)))
+    one_pass(daemon)
+    events.clear()
+    admin.rows = rows_of(
+        [r for r in steady(N1) if r.node != N3], weights={N1: 1000, N2: 500, N4: 10}
+    )
+
+    outcome, probes = one_pass(daemon)
+
+    assert outcome is Outcome.CHANGED
+    assert events[:3] == [ALL, "read rows", "probe 3314"]
+    assert set(probes) == {N1, N2, N4}
+    events.clear()
+    one_pass(daemon)
+    assert events[:2] == ["probe 3311 3312 3314", "read rows"], "the new roster is remembered"
+
+
+def test_a_scheduler_pass_reads_the_rows_before_it_probes(tmp_path: Path) -> None:
+    one_shot, _, events = recording_runner(tmp_path, False, rows_of(steady(N1)))
+    for _ in range(2):
+        events.clear()
+        one_pass(one_shot)
+        assert events == ["read rows", ALL, "apply 0"]

@@ -1,0 +1,44 @@
+"""The state file is rewritten (write, fsync, rename) only when its counters change: a steady
+scheduler pass, a new process every interval, reads it and leaves it as it was."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from checker_core.core.hysteresis import NodeMemory
+from checker_core.edges.memory import StateStore
+from checker_core.settings.schema import Checker
+from tests.unit.galera_cases import N1, N2
+
+
+def identity(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_ino, stat.st_mtime_ns
+
+
+def test_a_pass_that_changes_no_counter_leaves_the_file_alone(tmp_path: Path) -> None:
+    memory = {N1: NodeMemory(routable=True, good_streak=3), N2: NodeMemory(routable=False)}
+    StateStore(tmp_path, Checker.GALERA).save("main", memory)
+    path = StateStore(tmp_path, Checker.GALERA).state_path("main")
+    before = identity(path)
+
+    next_pass = StateStore(tmp_path, Checker.GALERA)  # a new process: nothing written yet
+    loaded, warning = next_pass.load("main")
+    assert (loaded, warning) == (memory, None)
+    next_pass.save("main", loaded)
+    assert identity(path) == before, "the same counters were written again"
+
+    changed = {**loaded, N2: NodeMemory(routable=False, bad_streak=1)}
+    next_pass.save("main", changed)
+    assert identity(path) != before
+    assert StateStore(tmp_path, Checker.GALERA).load("main") == (changed, None)
+
+
+def test_a_file_gone_since_it_was_read_is_written_again(tmp_path: Path) -> None:
+    memory = {N1: NodeMemory(routable=True)}
+    store = StateStore(tmp_path, Checker.GALERA)
+    store.save("main", memory)
+    store.load("main")
+    store.state_path("main").unlink()
+    store.save("main", memory)
+    assert store.load("main") == (memory, None)
