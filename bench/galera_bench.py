@@ -29,6 +29,7 @@ from bench.common import (
     write_config,
 )
 from checker_core.core.model import NodeAddress
+from checker_core.edges.proxysql_peers import read_checksum
 from checker_core.settings.schema import Checker
 from galera_checker.cli import kind
 from tests.lab.galera import GaleraLab
@@ -50,12 +51,12 @@ def soft_fault_ms(
     )
     try:
         wait_until(lambda: lab.writers(admin) == {nodes[0]}, 30, "the daemon to settle")
-        version = admin.checksum()
+        version = read_checksum(admin)
         assert version is not None
         fault = time.monotonic()
         galera.reject(1, "ALL")
         while True:
-            current = admin.checksum()
+            current = read_checksum(admin)
             if (
                 current is not None
                 and current.version > version.version

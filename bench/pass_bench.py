@@ -8,8 +8,10 @@ In one run, on one lab, a converged layout (nothing to change):
   admin and read runtime_mysql_servers, connect to one node and read its cluster status, no TLS
 - scheduler pass: `CHECKER --config=F run` from process start to exit, as ProxySQL runs it;
   the ratio to the floor; its peak RSS; its in-process duration_ms (from its log line)
-- the same pass with ssl_mode = "disabled" on both endpoints (what TLS adds), and started as
-  `python -S -m PACKAGE` (what this interpreter's site-packages startup adds)
+- the same pass with ssl_mode = "disabled" on both endpoints (what TLS adds), started as
+  `python -S -m PACKAGE` (what this interpreter's site-packages startup adds), and run from
+  this checkout installed in a venv of its own as docs/install.md does (what users run; the
+  interpreter's own site-packages may carry other projects' .pth files, which a venv does not)
 - one connect (and one query) to a node per ssl_mode, in process, with the process's context;
   and PyMySQL left to itself (no ssl argument: a new default context per connect)
 - daemon: one pass on persistent connections, and the first pass after start (connects)
@@ -114,6 +116,28 @@ def floor_run(program: str) -> Child:
 
 def pass_run(executable: str, config: Path, code: Path = REPO) -> Child:
     result = run_child([executable, f"--config={config}", "run"], child_env(code))
+    if result.code != 0:
+        raise RuntimeError(f"the pass failed ({result.code}): {result.stderr}")
+    return result
+
+
+VENV = Path.home() / ".cache" / "proxysql-checkers-bench" / "venv"
+
+
+def installed_in_venv(command: str) -> str:
+    """The console script as docs/install.md installs it: this checkout pip-installed (not
+    editable) into a venv of its own, whose site has no .pth files of other projects."""
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    pip = [str(python), "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, str(REPO)], check=True)  # the dependencies, once
+    subprocess.run([*pip, "--force-reinstall", "--no-deps", str(REPO)], check=True)  # this code
+    return str(VENV / "bin" / command)
+
+
+def venv_pass_run(executable: str, config: Path) -> Child:
+    result = run_child([executable, f"--config={config}", "run"], {})
     if result.code != 0:
         raise RuntimeError(f"the pass failed ({result.code}): {result.stderr}")
     return result
@@ -251,8 +275,10 @@ def main(argv: list[str]) -> int:
         config = write_config(lab, args.lab, interval_ms=2000, max_runtime_ms=1800)
         plain = disabled_config(config)
         executable = lab.executable(command)
+        installed = installed_in_venv(command)
         for warm_up in (config, config, plain):  # layout converged, bytecode written
             pass_run(executable, warm_up)
+        venv_pass_run(installed, config)
         before = args.before.resolve() if args.before else None
         if before is not None:
             pass_run(executable, config, before)
@@ -262,16 +288,18 @@ def main(argv: list[str]) -> int:
             lambda: pass_run(executable, config),
             lambda: pass_run(executable, plain),
             lambda: pass_run_without_site(package, config),
+            lambda: venv_pass_run(installed, config),
         ]
         if before is not None:
             variants.append(lambda: pass_run(executable, config, before))
-        floor, (passes, plain_passes, no_site, *older) = interleaved(
+        floor, (passes, plain_passes, no_site, in_venv, *older) = interleaved(
             args.runs, lambda: floor_run(program), variants
         )
         floor_ms = median([c.wall_ms for c in floor])
         pass_ms = median([c.wall_ms for c in passes])
         plain_ms = median([c.wall_ms for c in plain_passes])
         no_site_ms = median([c.wall_ms for c in no_site])
+        venv_ms = median([c.wall_ms for c in in_venv])
         inside = [d for d in map(in_process_ms, passes) if d is not None]
         inside_plain = [d for d in map(in_process_ms, plain_passes) if d is not None]
         modes = per_mode(nodes[0], ca, args.runs)
@@ -289,6 +317,8 @@ def main(argv: list[str]) -> int:
         print(f"python -S -m {package} run, ssl_mode preferred: {no_site_ms:7.1f} ms  "
               f"ratio {no_site_ms / floor_ms:4.2f}  (site-packages startup here: "
               f"{pass_ms - no_site_ms:+.1f} ms)")  # fmt: skip
+        print(f"{command} run installed in its own venv (install.md), preferred: "
+              f"{venv_ms:7.1f} ms  ratio {venv_ms / floor_ms:4.2f}  (target <= 1.5)")  # fmt: skip
         print(f"in-process duration_ms of a no-change pass: preferred {median(inside):5.1f}, "
               f"disabled {median(inside_plain):5.1f}  (target <= 25)")  # fmt: skip
         for runs in older:
@@ -298,7 +328,7 @@ def main(argv: list[str]) -> int:
             print(f"before ({before}), same rounds: run {old_ms:7.1f} ms  ratio "
                   f"{old_ms / floor_ms:4.2f}; duration_ms {old_inside:5.1f}; "
                   f"peak RSS {old_rss:5.1f} MiB")  # fmt: skip
-        rss = max(c.max_rss_kib for c in passes) / 1024
+        rss = max(c.max_rss_kib for c in (*passes, *in_venv)) / 1024
         print(f"peak RSS of a scheduler pass: {rss:5.1f} MiB  (target <= 40)")
         print(f"daemon: first pass after start {first:6.1f} ms (target <= 50), "
               f"steady pass {steady:5.2f} ms (target <= 5)")  # fmt: skip

@@ -119,7 +119,8 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
 def _proxysql_cluster_line(settings: Settings) -> str:
     """Whether this checker would act; an address its proxy does not list is bad input (exit 2).
     The one check that asks ProxySQL: an unreachable admin is reported, not an error here."""
-    from checker_core.core.peers import NotAPeer, PeerMemory, choose_actor
+    from checker_core.core.leadership import NotAPeer
+    from checker_core.core.peers import PeerMemory, choose_actor
     from checker_core.edges.proxysql import AdminClient, AdminError
     from checker_core.edges.proxysql_peers import read_cluster_view
 

@@ -14,11 +14,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from checker_core.core.brownout import BrownoutReport, brownout_report
 from checker_core.core.decide import Decision, Policy, decide, view_of
+from checker_core.core.leadership import ALONE, Leadership, NotAPeer, Role
 from checker_core.core.model import BadRow, NodeAddress
-from checker_core.core.peers import ALONE, Leadership, NotAPeer, PeerMemory, Role, choose_actor
 from checker_core.core.probes import ProbeResult
 from checker_core.core.roster import BadRows, LiveLayout
 from checker_core.edges.backend import PendingProbes, ProbeFn, Prober
@@ -33,10 +33,13 @@ from checker_core.edges.proxysql import (
     Statement,
     plan_statements,
 )
-from checker_core.edges.proxysql_peers import read_cluster_view
 from checker_core.exitcodes import Exit
 from checker_core.settings.config import ClusterSettings, Settings
 from checker_core.settings.schema import Checker
+
+if TYPE_CHECKING:
+    from checker_core.core.brownout import BrownoutReport
+    from checker_core.core.peers import PeerMemory
 
 # share of max_runtime_ms the probes may use; the rest is for reading and writing ProxySQL
 PROBE_SHARE = 0.6
@@ -109,7 +112,13 @@ class PassResult:
     def brownouts(self) -> tuple[BrownoutReport, ...]:
         if not self.decision:
             return ()
-        found = (brownout_report(n, m) for n, m in sorted(self.decision.memory.items()))
+        draining = [(n, m) for n, m in sorted(self.decision.memory.items()) if m.queue_samples]
+        if not draining:
+            return ()
+        # loaded only when a queue is sampled: a Galera pass never needs it
+        from checker_core.core.brownout import brownout_report
+
+        found = (brownout_report(n, m) for n, m in draining)
         return tuple(r for r in found if r is not None)
 
     def verdict_counts(self) -> dict[str, int]:
@@ -206,6 +215,10 @@ class PassRunner:
             return ALONE
         if self.persistent and self.monotonic() < self._alone_until:
             return ALONE  # the daemon asked a moment ago; a steady pass costs no extra query
+        # the rule and its records are loaded only by a proxy that has peers
+        from checker_core.core.peers import choose_actor
+        from checker_core.edges.proxysql_peers import read_cluster_view
+
         view = read_cluster_view(admin, proxysql.me)
         if view is None:
             if self.persistent:
@@ -214,7 +227,7 @@ class PassRunner:
         if self._peers is None:  # a scheduler pass, or the daemon's first: from the state file
             self._peers = self.store.load_peers(proxysql.me)
         leadership = choose_actor(view, self._peers)
-        if remember:
+        if remember and leadership.memory is not None:
             self._peers = leadership.memory
             self.store.save_peers(proxysql.me, leadership.memory)
         return leadership

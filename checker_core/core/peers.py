@@ -28,9 +28,10 @@ liveness window, a few seconds with ProxySQL's defaults.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from checker_core.core.leadership import Leadership, NotAPeer, ProxyAddress, Role
 
 # How many status checks (the ones that refresh stats_proxysql_servers_metrics) may be missed
 # before a peer counts as dead, plus a second for updated_at's whole-second resolution.
@@ -43,17 +44,6 @@ SPLIT_MARGIN_FACTOR = 2
 CLOCK_JITTER_S = 2
 # how many windows a proxy must have been up (or back in touch) before it acts again
 SELF_WINDOWS = 2
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class ProxyAddress:
-    """A proxy as proxysql_servers names it."""
-
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.port}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,22 +95,6 @@ class ProxyClusterView:
         return next((p for p in self.peers if p.address == address), None)
 
 
-class Role(enum.Enum):
-    """What this checker does with its plan."""
-
-    ALONE = ("alone", "no ProxySQL Cluster peers (or proxysql.cluster = off): acts")
-    ACTING = ("acting", "the acting checker of a ProxySQL Cluster: writes and LOADs")
-    STANDBY = ("standby", "another proxy's checker acts: probes, judges and reports only")
-
-    def __init__(self, label: str, meaning: str) -> None:
-        self.label = label
-        self.meaning = meaning
-
-    @property
-    def acts(self) -> bool:
-        return self is not Role.STANDBY
-
-
 @dataclass(frozen=True, slots=True)
 class PeerMemory:
     """What a checker remembers of the peers between passes (state file)."""
@@ -129,30 +103,6 @@ class PeerMemory:
     acting: ProxyAddress | None = None
     seen: bool = False  # False until the first pass: then Uptime_s is all there is to go on
     minority: bool = False  # the last pass saw no majority of the peers alive (cut off?)
-
-
-@dataclass(frozen=True, slots=True)
-class Leadership:
-    role: Role
-    acting: ProxyAddress | None
-    alive: tuple[ProxyAddress, ...]
-    reason: str  # for the pass line
-    split: str | None  # an alarm: the local rows differ from the acting proxy's for too long
-    memory: PeerMemory
-    # why this pass must not LOAD though it acts: a LOAD in the same second as the last one
-    # anywhere in the cluster carries no newer epoch, and the peers would never pull it
-    load_wait: str | None = None
-
-    @property
-    def acts(self) -> bool:
-        return self.role.acts
-
-
-class NotAPeer(ValueError):
-    """proxysql.cluster_address names no row of runtime_proxysql_servers."""
-
-
-ALONE = Leadership(Role.ALONE, None, (), "", None, PeerMemory())
 
 
 def is_alive(peer: PeerView, now: int, timing: ClusterTiming) -> bool:
@@ -169,7 +119,7 @@ def choose_actor(view: ProxyClusterView, memory: PeerMemory) -> Leadership:
     timing, now = view.timing, view.now
     others = [p for p in view.peers if p.address != view.me]
     if not others:
-        return ALONE
+        return Leadership(Role.ALONE, None, (), "", None, PeerMemory())
     if len(others) == len(view.peers):
         listed = ", ".join(str(p.address) for p in sorted(view.peers, key=lambda p: p.address))
         raise NotAPeer(

@@ -10,11 +10,15 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from checker_core.core.hysteresis import NodeMemory
+from checker_core.core.leadership import ProxyAddress
 from checker_core.core.model import NodeAddress
-from checker_core.core.peers import PeerMemory, ProxyAddress
 from checker_core.settings.schema import Checker
+
+if TYPE_CHECKING:
+    from checker_core.core.peers import PeerMemory
 
 
 class StateStore:
@@ -77,6 +81,8 @@ class StateStore:
 
     def load_peers(self, me: ProxyAddress) -> PeerMemory:
         """What this checker saw of its proxy's peers; nothing (first look) when unreadable."""
+        from checker_core.core.peers import PeerMemory  # only a proxy with peers needs it
+
         try:
             data = json.loads(self.peers_path(me).read_text(encoding="utf-8"))
             since = {_proxy(k): float(v) for k, v in data["alive_since"].items()}

@@ -57,15 +57,6 @@ class ApplyFailed(AdminError):
 
 
 @dataclass(frozen=True, slots=True)
-class Checksum:
-    """runtime_checksums_values for mysql_servers: version grows by one with every LOAD."""
-
-    version: int
-    epoch: int
-    checksum: str
-
-
-@dataclass(frozen=True, slots=True)
 class ApplyResult:
     staged: int  # statements written to the staging area
     loaded: bool
@@ -177,16 +168,6 @@ class AdminClient:
         wanted = sorted(set(hostgroups))
         rows = self.execute(_select("mysql_servers", len(wanted)), wanted)
         return sort_rows(ServerRow.from_admin(values) for values in rows)
-
-    def checksum(self) -> Checksum | None:
-        rows = self.execute(
-            "SELECT version, epoch, checksum FROM runtime_checksums_values WHERE name = %s",
-            ("mysql_servers",),
-        )
-        if not rows:
-            return None
-        version, epoch, checksum = rows[0]
-        return Checksum(int(version), int(epoch), str(checksum))
 
     def connections_in_use(self, hostgroup: int) -> dict[NodeAddress, int]:
         """ConnUsed per server of one hostgroup (how far a drain has got)."""

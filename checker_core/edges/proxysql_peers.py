@@ -3,7 +3,10 @@ when runtime_proxysql_servers lists any)."""
 
 from __future__ import annotations
 
-from checker_core.core.peers import ClusterTiming, PeerView, ProxyAddress, ProxyClusterView
+from dataclasses import dataclass
+
+from checker_core.core.leadership import ProxyAddress
+from checker_core.core.peers import ClusterTiming, PeerView, ProxyClusterView
 from checker_core.edges.proxysql import AdminClient
 
 MODULE = "mysql_servers"
@@ -12,6 +15,27 @@ TIMING_VARIABLES = (
     "admin-cluster_check_status_frequency",
     "admin-cluster_mysql_servers_diffs_before_sync",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Checksum:
+    """runtime_checksums_values for mysql_servers: version grows by one with every LOAD."""
+
+    version: int
+    epoch: int
+    checksum: str
+
+
+def read_checksum(admin: AdminClient) -> Checksum | None:
+    """The local proxy's mysql_servers checksum, version and epoch (None before any LOAD)."""
+    rows = admin.execute(
+        "SELECT version, epoch, checksum FROM runtime_checksums_values WHERE name = %s",
+        (MODULE,),
+    )
+    if not rows:
+        return None
+    version, epoch, checksum = rows[0]
+    return Checksum(int(version), int(epoch), str(checksum))
 
 
 def read_cluster_view(admin: AdminClient, me: ProxyAddress) -> ProxyClusterView | None:
@@ -46,7 +70,7 @@ def read_cluster_view(admin: AdminClient, me: ProxyAddress) -> ProxyClusterView 
         uptime, last_check = metrics.get(address, (None, None))
         checksum, updated_at, diff_check, epoch = checks.get(address, (None, None, 0, None))
         peers.append(PeerView(address, uptime, last_check, updated_at, checksum, diff_check, epoch))
-    own = admin.checksum()
+    own = read_checksum(admin)
     return ProxyClusterView(
         me=me,
         peers=tuple(peers),

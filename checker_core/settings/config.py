@@ -13,12 +13,11 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checker_core.core.hostname import host_problem
+from checker_core.core.leadership import ProxyAddress
 from checker_core.core.model import Hostgroups
-from checker_core.core.peers import ProxyAddress
-from checker_core.service.listen import ListenAddress
 from checker_core.settings.schema import (
     ENV_PREFIX,
     KEYS_BY_SECTION,
@@ -28,6 +27,9 @@ from checker_core.settings.schema import (
     Key,
     SslMode,
 )
+
+if TYPE_CHECKING:
+    from checker_core.service.listen import ListenAddress
 
 CONFIG_ENV = "CHECKER_CONFIG"  # names the file itself; not a setting
 CLUSTER_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -505,6 +507,8 @@ def _run(values: dict[str, object], problems: list[Problem]) -> RunSettings | No
             return None
     listen: ListenAddress | None = None
     if isinstance(values["metrics_listen"], str):
+        from checker_core.service.listen import ListenAddress  # the daemon's key only
+
         try:
             listen = ListenAddress.parse(values["metrics_listen"])
         except ValueError as exc:

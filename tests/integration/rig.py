@@ -17,6 +17,7 @@ from typing import Any
 
 from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
 from checker_core.edges.proxysql import AdminClient
+from checker_core.edges.proxysql_peers import read_checksum
 from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
 
@@ -164,7 +165,7 @@ class Rig:
         return self.members(HG.offline)
 
     def load_version(self) -> int:
-        checksum = self.admin.checksum()
+        checksum = read_checksum(self.admin)
         assert checksum is not None
         return checksum.version
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import pymysql
 
-from checker_core.core.peers import ProxyAddress
+from checker_core.core.leadership import ProxyAddress
 from tests.lab.accounts import ADMIN_PASSWORD, ADMIN_USER
 from tests.lab.paths import lab_dir
 from tests.lab.process import LabError, wait_until

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from checker_core.core.peers import ProxyAddress
+from checker_core.core.leadership import ProxyAddress
 from checker_core.settings.config import load
 from checker_core.settings.schema import Checker
 

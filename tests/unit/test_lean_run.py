@@ -1,5 +1,7 @@
 """The scheduler's `run` imports only what a pass needs: no click, no structlog, no Prometheus
-client, no cryptography (until an account logs in with RSA), no thread pool."""
+client, no cryptography (until an account logs in with RSA), no thread pool, none of the
+daemon's service side, and no ProxySQL Cluster rule until the proxy turns out to have peers
+(every record a module defines costs its start)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,10 @@ NOT_ON_THE_RUN_PATH = (
     "cryptography",
     "concurrent.futures",
     "difflib",
+    "checker_core.service",
+    "checker_core.core.peers",
+    "checker_core.edges.proxysql_peers",
+    "checker_core.core.brownout",
 )
 
 CONFIG = """

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from checker_core.core.peers import Role
+from checker_core.core.leadership import Role
 from checker_core.runner import PEERS_RECHECK_S, CheckerKind, PassRunner
 from checker_core.settings.config import load
 from checker_core.settings.schema import Checker

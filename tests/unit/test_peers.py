@@ -9,14 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from checker_core.core.leadership import Leadership, NotAPeer, ProxyAddress, Role
 from checker_core.core.peers import (
     ClusterTiming,
-    NotAPeer,
     PeerMemory,
     PeerView,
-    ProxyAddress,
     ProxyClusterView,
-    Role,
     choose_actor,
     is_alive,
 )
@@ -26,6 +24,12 @@ TIMING = ClusterTiming(check_interval_ms=200, status_frequency=10, diffs_before_
 WINDOW_S = TIMING.window_ms // 1000  # 5 s with these settings
 P1, P2, P3 = (ProxyAddress("127.0.0.1", port) for port in (6112, 6122, 6132))
 LONG_UP = 3600
+
+
+def remembered(leadership: Leadership) -> PeerMemory:
+    """What the checker keeps of its peers after a pass (always there once it has peers)."""
+    assert leadership.memory is not None
+    return leadership.memory
 
 
 def peer(
@@ -93,14 +97,14 @@ def test_the_first_alive_peer_in_order_acts_and_the_others_stand_by() -> None:
 
 def test_failover_to_the_next_proxy_then_no_ping_pong_when_the_first_comes_back() -> None:
     # P2's checker: P1 acted; P1 dies; after the window P2 takes over
-    memory = choose_actor(view(P2, peer(P1), peer(P2), peer(P3)), PeerMemory()).memory
+    memory = remembered(choose_actor(view(P2, peer(P1), peer(P2), peer(P3)), PeerMemory()))
     inside = choose_actor(view(P2, peer(P1, WINDOW_S), peer(P2), peer(P3)), memory)
     assert inside.role is Role.STANDBY, "still inside the window: P1 may be slow, not dead"
-    dead = choose_actor(view(P2, peer(P1, WINDOW_S + 1), peer(P2), peer(P3)), inside.memory)
+    dead = choose_actor(view(P2, peer(P1, WINDOW_S + 1), peer(P2), peer(P3)), remembered(inside))
     assert dead.role is Role.ACTING
     assert f"took over from {P1}" in dead.reason
     # P1 restarts: alive again, uptime 1 s; P2 keeps acting for a full window
-    back = choose_actor(view(P2, peer(P1, 0, uptime=1), peer(P2), peer(P3)), dead.memory)
+    back = choose_actor(view(P2, peer(P1, 0, uptime=1), peer(P2), peer(P3)), remembered(dead))
     assert back.role is Role.ACTING
     # P1's own checker agrees: it has been up for 1 s only
     own = choose_actor(view(P1, peer(P1, 0, uptime=1), peer(P2), peer(P3)), PeerMemory())
@@ -114,7 +118,7 @@ def test_failover_to_the_next_proxy_then_no_ping_pong_when_the_first_comes_back(
         "0xAA",
         TIMING,
     )
-    settled = choose_actor(later, back.memory)
+    settled = choose_actor(later, remembered(back))
     assert settled.role is Role.STANDBY and settled.acting == P1
     assert "is back and settled" in settled.reason
     # P1's own checker waits two windows of uptime: P2 stands down first, never both acting
@@ -128,7 +132,7 @@ def test_failover_to_the_next_proxy_then_no_ping_pong_when_the_first_comes_back(
 
 def test_a_peer_back_from_a_partition_waits_a_window_though_its_uptime_is_long() -> None:
     cut = view(P2, peer(P1, WINDOW_S + 1), peer(P2), peer(P3))
-    memory = choose_actor(cut, PeerMemory()).memory
+    memory = remembered(choose_actor(cut, PeerMemory()))
     back = choose_actor(view(P2, peer(P1, 0), peer(P2), peer(P3)), memory)
     assert back.role is Role.ACTING, "P1 was seen dead by this checker: it waits a window"
 
@@ -137,15 +141,15 @@ def test_a_proxy_cut_off_from_its_peers_waits_two_windows_once_it_sees_them_agai
     # P1's own checker: its proxy saw neither peer for a while (a partition of the proxies)
     alone = choose_actor(view(P1, peer(P1), peer(P2, 60), peer(P3, 60)), PeerMemory())
     assert alone.role is Role.ACTING, "cut off, it still keeps its own proxy's routing right"
-    assert alone.memory.minority
-    healed = choose_actor(view(P1, peer(P1), peer(P2), peer(P3)), alone.memory)
+    assert remembered(alone).minority
+    healed = choose_actor(view(P1, peer(P1), peer(P2), peer(P3)), remembered(alone))
     assert healed.role is Role.STANDBY, "P2 still acts until P2's checker has seen P1 settle"
     assert healed.acting is None, "P1 waits; P2 and P3 are back in its eyes only now"
     assert healed.reason.startswith("standby: no proxy acts until one has been back")
     later = ProxyClusterView(
         P1, (peer(P1), peer(P2), peer(P3)), NOW + 2 * WINDOW_S, LONG_UP, "0xAA", TIMING
     )
-    assert choose_actor(later, healed.memory).role is Role.ACTING
+    assert choose_actor(later, remembered(healed)).role is Role.ACTING
 
 
 def test_a_proxy_that_just_started_stands_by_until_it_has_checked_its_peers() -> None:
@@ -256,7 +260,7 @@ def test_through_deaths_and_restarts_never_two_actors(
         for me in sorted(up):
             seen = ProxyClusterView(me, peers, now, now - started[me], "0xAA", TIMING)
             decision = choose_actor(seen, memories[me])
-            memories[me] = decision.memory
+            memories[me] = remembered(decision)
             if decision.role is Role.ACTING:
                 actors.append(me)
         assert len(actors) <= 1, (now, sorted(up), actors)

@@ -1,0 +1,67 @@
+"""A checker's role among the checkers of a ProxySQL Cluster, as every pass reports it. Pure.
+
+Kept apart from peers.py (the rule that chooses the acting checker) so that a pass on a proxy
+without peers, the common case and every scheduler run, does not build the rule's records.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from checker_core.core.peers import PeerMemory
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ProxyAddress:
+    """A proxy as proxysql_servers names it."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+class Role(enum.Enum):
+    """What this checker does with its plan."""
+
+    ALONE = ("alone", "no ProxySQL Cluster peers (or proxysql.cluster = off): acts")
+    ACTING = ("acting", "the acting checker of a ProxySQL Cluster: writes and LOADs")
+    STANDBY = ("standby", "another proxy's checker acts: probes, judges and reports only")
+
+    def __init__(self, label: str, meaning: str) -> None:
+        self.label = label
+        self.meaning = meaning
+
+    @property
+    def acts(self) -> bool:
+        return self is not Role.STANDBY
+
+
+@dataclass(frozen=True, slots=True)
+class Leadership:
+    """The role of this pass's checker, and why."""
+
+    role: Role
+    acting: ProxyAddress | None
+    alive: tuple[ProxyAddress, ...]
+    reason: str  # for the pass line
+    split: str | None  # an alarm: the local rows differ from the acting proxy's for too long
+    memory: PeerMemory | None  # what to remember of the peers; None without peers
+    # why this pass must not LOAD though it acts: a LOAD in the same second as the last one
+    # anywhere in the cluster carries no newer epoch, and the peers would never pull it
+    load_wait: str | None = None
+
+    @property
+    def acts(self) -> bool:
+        return self.role.acts
+
+
+class NotAPeer(ValueError):
+    """proxysql.cluster_address names no row of runtime_proxysql_servers."""
+
+
+ALONE = Leadership(Role.ALONE, None, (), "", None, None)
