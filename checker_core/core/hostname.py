@@ -3,6 +3,7 @@ mysql_servers row, with port 0) a unix socket path. Pure."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 
@@ -36,6 +37,7 @@ def _is_socket_path(text: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=1024)  # every pass checks the same few rows' hosts again
 def host_problem(host: str, *, socket_port: int | None = None) -> str | None:
     """None when `host` names a server; otherwise what is wrong with it, in words.
 

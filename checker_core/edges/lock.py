@@ -27,8 +27,11 @@ def cluster_lock(path: Path) -> Iterator[bool]:
         except BlockingIOError:
             yield False
             return
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        holder = f"{os.getpid()}\n".encode()
+        # the daemon takes the lock every pass: rewrite the holder's pid only when it changed
+        if os.pread(fd, 32, 0) != holder:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, holder, 0)
         try:
             yield True
         finally:
