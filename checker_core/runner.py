@@ -215,8 +215,6 @@ class PassRunner:
             return ALONE
         if self.persistent and self.monotonic() < self._alone_until:
             return ALONE  # the daemon asked a moment ago; a steady pass costs no extra query
-        # the rule and its records are loaded only by a proxy that has peers
-        from checker_core.core.peers import choose_actor
         from checker_core.edges.proxysql_peers import read_cluster_view
 
         view = read_cluster_view(admin, proxysql.me)
@@ -224,6 +222,9 @@ class PassRunner:
             if self.persistent:
                 self._alone_until = self.monotonic() + PEERS_RECHECK_S
             return ALONE
+        # the rule and its records are loaded only by a proxy that has peers
+        from checker_core.core.peers import choose_actor
+
         if self._peers is None:  # a scheduler pass, or the daemon's first: from the state file
             self._peers = self.store.load_peers(proxysql.me)
         leadership = choose_actor(view, self._peers)

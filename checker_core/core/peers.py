@@ -47,6 +47,15 @@ SELF_WINDOWS = 2
 
 
 @dataclass(frozen=True, slots=True)
+class Checksum:
+    """runtime_checksums_values for mysql_servers: version grows by one with every LOAD."""
+
+    version: int
+    epoch: int
+    checksum: str
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterTiming:
     """The local proxy's cluster settings (global_variables)."""
 

@@ -3,11 +3,13 @@ when runtime_proxysql_servers lists any)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from checker_core.core.leadership import ProxyAddress
-from checker_core.core.peers import ClusterTiming, PeerView, ProxyClusterView
-from checker_core.edges.proxysql import AdminClient
+
+if TYPE_CHECKING:
+    from checker_core.core.peers import Checksum, ClusterTiming, ProxyClusterView
+    from checker_core.edges.proxysql import AdminClient
 
 MODULE = "mysql_servers"
 TIMING_VARIABLES = (
@@ -17,17 +19,10 @@ TIMING_VARIABLES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Checksum:
-    """runtime_checksums_values for mysql_servers: version grows by one with every LOAD."""
-
-    version: int
-    epoch: int
-    checksum: str
-
-
 def read_checksum(admin: AdminClient) -> Checksum | None:
     """The local proxy's mysql_servers checksum, version and epoch (None before any LOAD)."""
+    from checker_core.core.peers import Checksum
+
     rows = admin.execute(
         "SELECT version, epoch, checksum FROM runtime_checksums_values WHERE name = %s",
         (MODULE,),
@@ -46,6 +41,9 @@ def read_cluster_view(admin: AdminClient, me: ProxyAddress) -> ProxyClusterView 
     ]
     if not listed:
         return None
+    # the rule's records are built only once the proxy turns out to have peers
+    from checker_core.core.peers import PeerView, ProxyClusterView
+
     metrics = {
         ProxyAddress(str(host), int(port)): (_int(uptime), _int(last_check))
         for host, port, uptime, last_check in admin.execute(
@@ -104,6 +102,8 @@ def _own_uptime(admin: AdminClient) -> int:
 
 
 def _timing(admin: AdminClient) -> ClusterTiming:
+    from checker_core.core.peers import ClusterTiming
+
     marks = ", ".join(["%s"] * len(TIMING_VARIABLES))
     values = {
         str(name): _int(value)

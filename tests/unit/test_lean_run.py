@@ -179,3 +179,34 @@ def test_the_program_ends_with_the_pass_code_and_its_log_line(config: Path) -> N
     assert done.returncode == 1
     [line] = [json.loads(x) for x in done.stderr.splitlines() if x.startswith("{")]
     assert (line["event"], line["outcome"]) == ("pass", "failed")
+
+
+# a whole pass, with a proxy that lists no ProxySQL Cluster peers: the peer rule stays unloaded
+WITHOUT_PEERS = """
+import sys
+from pathlib import Path
+from checker_core.runner import Mode
+from tests.unit.galera_cases import N1, rows_of, steady
+from tests.unit.test_overlapped_probes import recording_runner
+runner, _, events = recording_runner(Path(sys.argv[1]), False, rows_of(steady(N1)), "auto")
+result = runner.run(runner.settings.clusters[0], Mode.APPLY)
+print(result.outcome.label, result.role.label, " ".join(events).count("admin query"))
+print(" ".join(sorted(sys.modules)))
+"""
+
+
+def test_a_pass_on_a_proxy_without_peers_never_loads_the_peer_rule(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_PEERS, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    summary, modules = done.stdout.splitlines()
+    assert summary == "unchanged alone 1", done.stderr  # it asked its proxy, once
+    imported = set(modules.split())
+    assert "checker_core.runner" in imported
+    assert "checker_core.core.peers" not in imported
+    assert "checker_core.core.brownout" not in imported

@@ -36,6 +36,10 @@ class RecordingAdmin:
     def connections_in_use(self, hostgroup: int) -> dict[NodeAddress, int]:
         return {}
 
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        self.events.append("admin query")
+        return []  # a proxy without ProxySQL Cluster peers
+
     def apply(self, plan: Any, persist: bool, staging: Sequence[ServerRow]) -> ApplyResult:
         changed = len(plan.changes)
         self.events.append(f"apply {changed}")
@@ -69,12 +73,12 @@ class RecordingProber:
 
 
 def recording_runner(
-    tmp_path: Path, persistent: bool, rows: ClusterRows
+    tmp_path: Path, persistent: bool, rows: ClusterRows, cluster: str = "off"
 ) -> tuple[PassRunner, RecordingAdmin, list[str]]:
     config = tmp_path / "checker.toml"
     config.write_text(
         CONFIG.replace("{state}", str(tmp_path / "state")).replace(
-            'password = "admin-pw"', 'password = "admin-pw"\ncluster = "off"'
+            'password = "admin-pw"', f'password = "admin-pw"\ncluster = "{cluster}"'
         )
     )
     config.chmod(0o600)
