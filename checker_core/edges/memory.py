@@ -25,8 +25,9 @@ class StateStore:
     def __init__(self, state_dir: Path, checker: Checker) -> None:
         self.state_dir = state_dir
         self.checker = checker
-        # the file's text as this process last wrote or read it, per cluster
-        self._written: dict[str, str] = {}
+        # per cluster: the state file as this process last read or wrote it, and its counters
+        self._known: dict[str, tuple[FileId, dict[NodeAddress, NodeMemory]]] = {}
+        self._written: dict[str, str] = {}  # the peers files' text as last written
 
     def ensure_dir(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
@@ -49,8 +50,11 @@ class StateStore:
         """The remembered nodes, and a warning when the file was unreadable (then: start afresh)."""
         path = self.state_path(cluster)
         try:
-            text = path.read_text(encoding="utf-8")
-            data = json.loads(text)
+            file_id = _file_id(path)
+            known = self._known.get(cluster)
+            if known is not None and known[0] == file_id:
+                return dict(known[1]), None  # the daemon's steady case: unchanged since last pass
+            data = json.loads(path.read_text(encoding="utf-8"))
             nodes = {
                 _node(key): NodeMemory.from_json(value)
                 for key, value in data.get("nodes", {}).items()
@@ -59,20 +63,24 @@ class StateStore:
             return {}, None
         except (OSError, ValueError, TypeError, AttributeError, AssertionError) as exc:
             return {}, f"state file {path} unreadable ({exc}); counters start afresh"
-        # a pass that leaves the counters as it found them (the steady case) need not rewrite
-        # and fsync the file: save() compares with this
-        self._written[cluster] = text
-        return nodes, None
+        self._known[cluster] = (file_id, nodes)
+        return dict(nodes), None
 
     def save(self, cluster: str, nodes: Mapping[NodeAddress, NodeMemory]) -> None:
+        """Write the counters, unless the file already holds exactly these (a steady pass, a new
+        process every interval under the scheduler, need not rewrite and fsync it)."""
+        path = self.state_path(cluster)
+        known = self._known.get(cluster)
+        if known is not None and known[1] == nodes:
+            try:
+                if _file_id(path) == known[0]:
+                    return
+            except OSError:
+                pass  # gone or unreadable: written again below
         self.ensure_dir()
         payload = {"version": 1, "nodes": {str(n): m.to_json() for n, m in sorted(nodes.items())}}
-        text = json.dumps(payload, indent=1, sort_keys=True)
-        path = self.state_path(cluster)
-        if self._written.get(cluster) == text and path.exists():
-            return
-        _atomic_write(path, text)
-        self._written[cluster] = text
+        _atomic_write(path, json.dumps(payload, indent=1, sort_keys=True))
+        self._known[cluster] = (_file_id(path), dict(nodes))
 
     # ------------------------------------------------------------ ProxySQL Cluster peers
 
@@ -139,6 +147,15 @@ def _node(text: str) -> NodeAddress:
 def _proxy(text: str) -> ProxyAddress:
     host, _, port = text.rpartition(":")
     return ProxyAddress(host, int(port))
+
+
+FileId = tuple[int, int, int]
+
+
+def _file_id(path: Path) -> FileId:
+    """Which version of a file this is: a rename gives a new inode, a rewrite a new mtime."""
+    found = path.stat()
+    return found.st_ino, found.st_mtime_ns, found.st_size
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -42,3 +42,25 @@ def test_a_file_gone_since_it_was_read_is_written_again(tmp_path: Path) -> None:
     store.state_path("main").unlink()
     store.save("main", memory)
     assert store.load("main") == (memory, None)
+
+
+def test_a_file_another_process_rewrote_is_read_again(tmp_path: Path) -> None:
+    daemon = StateStore(tmp_path, Checker.GALERA)
+    first = {N1: NodeMemory(routable=True)}
+    daemon.save("main", first)
+    assert daemon.load("main") == (first, None)
+
+    other = {N1: NodeMemory(routable=False, bad_streak=2)}
+    StateStore(tmp_path, Checker.GALERA).save("main", other)  # e.g. a manual `run` meanwhile
+
+    assert daemon.load("main") == (other, None)
+    daemon.save("main", first)
+    assert StateStore(tmp_path, Checker.GALERA).load("main") == (first, None)
+
+
+def test_the_counters_handed_out_are_the_callers_own(tmp_path: Path) -> None:
+    store = StateStore(tmp_path, Checker.GALERA)
+    store.save("main", {N1: NodeMemory(routable=True)})
+    loaded, _ = store.load("main")
+    loaded[N2] = NodeMemory(routable=False)
+    assert store.load("main") == ({N1: NodeMemory(routable=True)}, None)
