@@ -143,3 +143,14 @@ def main(argv: Sequence[str], checker: Checker, kind: Callable[[], CheckerKind])
     if isinstance(settings, Exit):
         return int(settings)
     return int(run(settings, kind))
+
+
+def entry(
+    checker: Checker, kind: Callable[[], CheckerKind], build: Callable[[], Callable[[], object]]
+) -> None:
+    """A checker's console script: the scheduler's plain `run` without click; every other
+    command line goes to the click group `build` makes."""
+    code = main(sys.argv[1:], checker, kind)
+    if code is not None:
+        exit_now(code)
+    build()()

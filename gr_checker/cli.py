@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 from checker_core.runner import CheckerKind
@@ -29,8 +28,4 @@ def build() -> click.Group:
 def main() -> None:
     from checker_core import oneshot
 
-    # the scheduler's plain `run` needs no click; every other command line goes through it
-    code = oneshot.main(sys.argv[1:], Checker.GR, kind)
-    if code is not None:
-        oneshot.exit_now(code)
-    build()()
+    oneshot.entry(Checker.GR, kind, build)

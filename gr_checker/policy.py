@@ -172,9 +172,8 @@ def primary_writers(
                 "brownout: holding writes until the new primary is writable (brownout = hold)",
             )
     if held:
-        return tuple(
-            held[:1]
-        ), f"kept: {verdicts[held[0]].state.value} ({verdicts[held[0]].reason})"
+        kept = verdicts[held[0]]
+        return (held[0],), f"kept: {kept.state.value} ({kept.reason})"
     return (), "no writable primary"
 
 

@@ -10,19 +10,14 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from checker_core.core.model import NodeAddress
+
 if TYPE_CHECKING:
     from checker_core.core.peers import PeerMemory
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class ProxyAddress:
-    """A proxy as proxysql_servers names it."""
-
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.port}"
+# a proxy as proxysql_servers names it: host and port, the same record as a backend's address
+ProxyAddress = NodeAddress
 
 
 class Role(enum.Enum):

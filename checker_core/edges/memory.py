@@ -25,9 +25,9 @@ class StateStore:
     def __init__(self, state_dir: Path, checker: Checker) -> None:
         self.state_dir = state_dir
         self.checker = checker
-        # per cluster: the state file as this process last read or wrote it, and its counters
-        self._known: dict[str, tuple[FileId, dict[NodeAddress, NodeMemory]]] = {}
-        self._written: dict[str, str] = {}  # the peers files' text as last written
+        # each state file as this process last read or wrote it, with what it held: a file
+        # still the same is neither parsed again nor rewritten with the same content
+        self._known: dict[Path, tuple[FileId, object]] = {}
 
     def ensure_dir(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
@@ -51,8 +51,8 @@ class StateStore:
         path = self.state_path(cluster)
         try:
             file_id = _file_id(path)
-            known = self._known.get(cluster)
-            if known is not None and known[0] == file_id:
+            known = self._known.get(path)
+            if known is not None and known[0] == file_id and isinstance(known[1], dict):
                 return dict(known[1]), None  # the daemon's steady case: unchanged since last pass
             data = json.loads(path.read_text(encoding="utf-8"))
             nodes = {
@@ -63,24 +63,17 @@ class StateStore:
             return {}, None
         except (OSError, ValueError, TypeError, AttributeError, AssertionError) as exc:
             return {}, f"state file {path} unreadable ({exc}); counters start afresh"
-        self._known[cluster] = (file_id, nodes)
+        self._known[path] = (file_id, nodes)
         return dict(nodes), None
 
     def save(self, cluster: str, nodes: Mapping[NodeAddress, NodeMemory]) -> None:
         """Write the counters, unless the file already holds exactly these (a steady pass, a new
         process every interval under the scheduler, need not rewrite and fsync it)."""
         path = self.state_path(cluster)
-        known = self._known.get(cluster)
-        if known is not None and known[1] == nodes:
-            try:
-                if _file_id(path) == known[0]:
-                    return
-            except OSError:
-                pass  # gone or unreadable: written again below
-        self.ensure_dir()
+        if self._unchanged(path, nodes):
+            return
         payload = {"version": 1, "nodes": {str(n): m.to_json() for n, m in sorted(nodes.items())}}
-        _atomic_write(path, json.dumps(payload, indent=1, sort_keys=True))
-        self._known[cluster] = (_file_id(path), dict(nodes))
+        self._write(path, payload, dict(nodes))
 
     # ------------------------------------------------------------ ProxySQL Cluster peers
 
@@ -91,30 +84,45 @@ class StateStore:
         """What this checker saw of its proxy's peers; nothing (first look) when unreadable."""
         from checker_core.core.peers import PeerMemory  # only a proxy with peers needs it
 
+        path = self.peers_path(me)
         try:
-            data = json.loads(self.peers_path(me).read_text(encoding="utf-8"))
-            since = {_proxy(k): float(v) for k, v in data["alive_since"].items()}
+            file_id = _file_id(path)
+            data = json.loads(path.read_text(encoding="utf-8"))
+            since = {_node(k): float(v) for k, v in data["alive_since"].items()}
             acting = data.get("acting")
             minority = bool(data.get("minority", False))
-            return PeerMemory(since, _proxy(acting) if acting else None, True, minority)
+            memory = PeerMemory(since, _node(acting) if acting else None, True, minority)
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return PeerMemory()
+        self._known[path] = (file_id, memory)
+        return memory
 
     def save_peers(self, me: ProxyAddress, memory: PeerMemory) -> None:
-        self.ensure_dir()
+        path = self.peers_path(me)
+        if self._unchanged(path, memory):
+            return
         payload = {
             "version": 1,
             "acting": str(memory.acting) if memory.acting else None,
             "minority": memory.minority,
             "alive_since": {str(a): t for a, t in sorted(memory.alive_since.items())},
         }
-        text = json.dumps(payload, indent=1, sort_keys=True)
-        key = f"peers {me}"
-        path = self.peers_path(me)
-        if self._written.get(key) == text and path.exists():
-            return
-        _atomic_write(path, text)
-        self._written[key] = text
+        self._write(path, payload, memory)
+
+    def _unchanged(self, path: Path, value: object) -> bool:
+        """The file is still as this process last read or wrote it, and held `value`."""
+        known = self._known.get(path)
+        if known is None or known[1] != value:
+            return False
+        try:
+            return _file_id(path) == known[0]
+        except OSError:
+            return False  # gone or unreadable: to be written again
+
+    def _write(self, path: Path, payload: Mapping[str, object], value: object) -> None:
+        self.ensure_dir()
+        _atomic_write(path, json.dumps(payload, indent=1, sort_keys=True))
+        self._known[path] = (_file_id(path), value)
 
     # ------------------------------------------------------------ pause switch
 
@@ -142,11 +150,6 @@ class StateStore:
 def _node(text: str) -> NodeAddress:
     host, _, port = text.rpartition(":")
     return NodeAddress(host, int(port))
-
-
-def _proxy(text: str) -> ProxyAddress:
-    host, _, port = text.rpartition(":")
-    return ProxyAddress(host, int(port))
 
 
 FileId = tuple[int, int, int]

@@ -64,3 +64,23 @@ def test_the_counters_handed_out_are_the_callers_own(tmp_path: Path) -> None:
     loaded, _ = store.load("main")
     loaded[N2] = NodeMemory(routable=False)
     assert store.load("main") == ({N1: NodeMemory(routable=True)}, None)
+
+
+def test_the_peers_file_is_kept_as_the_counters_are(tmp_path: Path) -> None:
+    from checker_core.core.leadership import ProxyAddress
+    from checker_core.core.peers import PeerMemory
+
+    me, other = ProxyAddress("127.0.0.1", 6032), ProxyAddress("127.0.0.2", 6032)
+    memory = PeerMemory({me: 100.0, other: 90.0}, other, seen=True)
+    StateStore(tmp_path, Checker.GALERA).save_peers(me, memory)
+    path = StateStore(tmp_path, Checker.GALERA).peers_path(me)
+    before = identity(path)
+
+    next_pass = StateStore(tmp_path, Checker.GALERA)
+    loaded = next_pass.load_peers(me)
+    assert loaded == memory
+    next_pass.save_peers(me, loaded)
+    assert identity(path) == before, "the same peers were written again"
+    moved_on = PeerMemory({me: 100.0}, me, seen=True, minority=True)
+    next_pass.save_peers(me, moved_on)
+    assert StateStore(tmp_path, Checker.GALERA).load_peers(me) == moved_on
