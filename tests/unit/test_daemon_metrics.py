@@ -3,10 +3,13 @@ series of nodes and clusters that went away."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from checker_core.core.leadership import ALONE, Leadership, ProxyAddress, Role
 from checker_core.core.model import NodeAddress
 from checker_core.runner import Outcome, PassResult
 from checker_core.service.metrics import METRICS, DaemonMetrics, is_failover
@@ -133,3 +136,26 @@ def test_every_declared_metric_gets_a_sample() -> None:
     for spec in METRICS:
         wanted = {spec.exposed, spec.exposed + "_count"}  # a histogram's samples end in _count
         assert names & wanted, f"{spec.exposed}: no sample after placement, failover and busy"
+
+
+def test_acting_and_split_follow_the_checkers_role() -> None:
+    """1 for a checker that acts (alone or acting), 0 for a standby; the split alarm only while
+    a standby's proxy holds other rows than the acting proxy's beyond the sync window."""
+    acting_proxy = ProxyAddress("127.0.0.1", 6032)
+    standby = Leadership(Role.STANDBY, acting_proxy, (acting_proxy,), "standby", None, None)
+    split = replace(standby, split="rows differ from 127.0.0.1:6032's for 9 checks")
+    metrics = DaemonMetrics("galera")
+    steady_pass = galera_pass(steady(N1), apply=False)
+    expected = [
+        (replace(steady_pass, leadership=ALONE), 1, 0),
+        (replace(steady_pass, outcome=Outcome.STANDBY, leadership=standby), 0, 0),
+        (replace(steady_pass, outcome=Outcome.STANDBY, leadership=split), 0, 1),
+        (replace(steady_pass, leadership=replace(ALONE, role=Role.ACTING)), 1, 0),
+    ]
+    for at, (result, acting, split_flag) in enumerate(expected):
+        metrics.observe(result, 100.0 + at)
+        samples = scrape(metrics)
+        assert value(samples, "proxysql_checker_acting", cluster="main") == acting
+        assert value(samples, "proxysql_checker_proxysql_cluster_split", cluster="main") == (
+            split_flag
+        )

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from checker_core.core.leadership import Leadership, ProxyAddress, Role
 from checker_core.runner import Outcome, PassResult
 from checker_core.service.health import ClusterRecord, judge_health
 
@@ -85,3 +88,21 @@ def test_blind_passes_in_a_row_are_named_in_the_reason() -> None:
     clusters = health.document()["clusters"]
     assert isinstance(clusters, dict)
     assert clusters["main"]["blind_passes_in_a_row"] == 3
+
+
+def test_a_standby_is_healthy_and_says_its_role() -> None:
+    """A standby checks the cluster (it probes and judges) while another proxy's checker acts:
+    that is a successful pass, and /health names the role."""
+    acting = ProxyAddress("127.0.0.1", 6032)
+    standby = Leadership(
+        Role.STANDBY, acting, (acting,), "standby: 127.0.0.1:6032 acts", None, None
+    )
+    done = replace(result(Outcome.STANDBY), leadership=standby)
+    health = judge_health(
+        {"main": ClusterRecord.first(done, START + 1)}, INTERVAL, START, START + 2
+    )
+    assert health.healthy, health.reason
+    clusters = health.document()["clusters"]
+    assert isinstance(clusters, dict)
+    assert clusters["main"]["role"] == "standby"
+    assert clusters["main"]["last_outcome"] == "standby"
