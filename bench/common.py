@@ -18,6 +18,7 @@ from checker_core.edges.proxysql import AdminClient
 from checker_core.runner import CheckerKind, Mode, PassRunner
 from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls, load
 from checker_core.settings.schema import Checker
+from tests.integration.rig import as_configured
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
 from tests.lab.checker_config import write_checker_config
 from tests.lab.paths import lab_dir
@@ -114,7 +115,9 @@ class Lab:
         return [NodeAddress(m.host, m.port) for m in self.gr.members]
 
     def writers(self, admin: AdminClient) -> set[NodeAddress]:
-        rows = admin.read_rows(HG.managed).runtime
+        """The ONLINE writers, a row ProxySQL's own monitor SHUNNED counted as the ONLINE it
+        stands for (that status is ProxySQL's, not the checker's doing)."""
+        rows = as_configured(admin.read_rows(HG.managed).runtime)
         return {
             r.node for r in rows if r.hostgroup_id == HG.writer and r.status is ServerStatus.ONLINE
         }

@@ -13,8 +13,8 @@ cd "$(dirname "$0")/.."
 
 # with their recommended packages, as the lab was proven: the SST scripts look for ss (iproute2)
 # or lsof to watch ports, and use pv
-# docker.io and debootstrap: the image and the containerized Galera cluster (iproute2's tc
-# shapes their links)
+# docker.io and debootstrap: the image and the containerized Galera cluster (their faults are
+# iptables rules and a relay on 127.0.0.1, see tests/containers)
 debs=(mariadb-server galera-4 mariadb-backup mariadb-client socat iproute2 patchelf xz-utils systemd
       openssl docker.io debootstrap)
 missing=()

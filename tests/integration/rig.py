@@ -10,7 +10,8 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -196,6 +197,19 @@ class Rig:
         for result in results:
             assert result.code == 0, result.stderr
         return results
+
+
+@contextmanager
+def seeded_rig(tmp: Path, proxysql: Any, nodes: list[NodeAddress]) -> Iterator[Rig]:
+    """A galera-checker rig on `proxysql`, its roster nodes 1, 2, 3 with writer weights 1000,
+    500, 100 and the managed hostgroups empty; its admin connection closed after the block."""
+    rig = Rig("galera-checker", tmp, proxysql)
+    try:
+        n1, n2, n3 = nodes
+        rig.seed({n1: 1000, n2: 500, n3: 100})
+        yield rig
+    finally:
+        rig.close()
 
 
 class Daemon:

@@ -12,7 +12,7 @@ import pytest
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.peers import ClusterTiming
-from tests.integration.rig import HG, PassRun, Rig, admin_for
+from tests.integration.rig import HG, PassRun, Rig, admin_for, as_configured
 from tests.lab.process import LabError, wait_until
 from tests.lab.proxysql_cluster import (
     CHECK_INTERVAL_MS,
@@ -57,16 +57,16 @@ def rigs(
     every proxy settled (a proxy a test restarted too), so the first in the order acts."""
     proxy_cluster.wait_up_for(2 * WINDOW_S + 1)
     proxy_cluster.configure()
-    made = []
-    for index, proxy in enumerate(proxy_cluster.proxies):
-        home = tmp_path / f"proxy{index}"
-        home.mkdir()
-        made.append(Rig("galera-checker", home, proxy))
-    n1, n2, n3 = nodes
-    made[0].seed({n1: 1000, n2: 500, n3: 100})
-    wait_until(lambda: converged(made), 30, "the seeded roster on every proxy")
-    proxy_cluster.wait_next_second()  # so the acting checker's first LOAD is not deferred
+    made: list[Rig] = []
     try:
+        for index, proxy in enumerate(proxy_cluster.proxies):
+            home = tmp_path / f"proxy{index}"
+            home.mkdir()
+            made.append(Rig("galera-checker", home, proxy))
+        n1, n2, n3 = nodes
+        made[0].seed({n1: 1000, n2: 500, n3: 100})
+        wait_until(lambda: converged(made), 30, "the seeded roster on every proxy")
+        proxy_cluster.wait_next_second()  # so the acting checker's first LOAD is not deferred
         yield made
     finally:
         for rig in made:
@@ -74,7 +74,7 @@ def rigs(
 
 
 def converged(rigs: list[Rig]) -> bool:
-    rows = [rig.admin.read_rows(HG.all).runtime for rig in rigs]
+    rows = [as_configured(rig.admin.read_rows(HG.all).runtime) for rig in rigs]
     return bool(rows[0]) and all(r == rows[0] for r in rows)
 
 

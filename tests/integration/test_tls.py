@@ -21,7 +21,7 @@ from checker_core.edges import tls
 from checker_core.edges.proxysql import AdminClient, AdminUnreachable
 from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls
 from checker_core.settings.schema import SslMode
-from tests.integration.rig import HG, Rig, as_configured
+from tests.integration.rig import HG, Rig, as_configured, seeded_rig
 from tests.lab.accounts import ADMIN_PASSWORD, ADMIN_USER, MONITOR_PASSWORD, MONITOR_USER
 from tests.lab.certs import CertSet, make_other_ca
 from tests.lab.galera import GaleraLab
@@ -180,46 +180,40 @@ def settings(admin: PrivateAdmin, mode: Tls) -> AdminClient:
     return AdminClient.connect(ProxySQLSettings(admin.admin_host, admin.admin_port, endpoint))
 
 
-def test_admin_over_verified_tls(
-    tls_admin: PrivateAdmin, certs: CertSet, galera: Any, tmp_path: Path, nodes: list[NodeAddress]
-) -> None:
+@pytest.fixture
+def tls_rig(
+    tls_admin: PrivateAdmin, galera: Any, tmp_path: Path, nodes: list[NodeAddress]
+) -> Iterator[Rig]:
+    """The shared rig's roster, seeded on this module's TLS emulator instead."""
     (tmp_path / "rig").mkdir()
-    rig = Rig("galera-checker", tmp_path / "rig", tls_admin)
-    try:
-        n1, n2, n3 = nodes
-        rig.seed({n1: 1000, n2: 500, n3: 100})
-        ca = str(certs.ca)
-        rig.proxysql_settings.update(ssl_mode="verify_identity", ssl_ca=ca)
-        rig.monitor_settings.update(ssl_mode="verify_identity", ssl_ca=ca)
-        rig.write_config()
-        result = rig.run()
-        assert result.code == 0, result.stderr
-        assert rig.writers == {n1}
-    finally:
-        rig.close()
+    with seeded_rig(tmp_path / "rig", tls_admin, nodes) as rig:
+        yield rig
+
+
+def test_admin_over_verified_tls(tls_rig: Rig, certs: CertSet, nodes: list[NodeAddress]) -> None:
+    ca = str(certs.ca)
+    tls_rig.proxysql_settings.update(ssl_mode="verify_identity", ssl_ca=ca)
+    tls_rig.monitor_settings.update(ssl_mode="verify_identity", ssl_ca=ca)
+    tls_rig.write_config()
+    result = tls_rig.run()
+    assert result.code == 0, result.stderr
+    assert tls_rig.writers == {nodes[0]}
 
 
 def test_admin_with_the_wrong_ca_is_exit_1_and_nothing_changed(
-    tls_admin: PrivateAdmin, other_ca: Path, galera: Any, tmp_path: Path, nodes: list[NodeAddress]
+    tls_rig: Rig, tls_admin: PrivateAdmin, other_ca: Path
 ) -> None:
-    (tmp_path / "rig").mkdir()
-    rig = Rig("galera-checker", tmp_path / "rig", tls_admin)
-    try:
-        n1, n2, n3 = nodes
-        rig.seed({n1: 1000, n2: 500, n3: 100})
-        before = snapshot(rig)
-        rig.proxysql_settings.update(ssl_mode="verify_ca", ssl_ca=str(other_ca))
-        rig.write_config()
-        result = rig.run()
-        assert result.code == 1, result.stderr
-        assert snapshot(rig) == before
-        expected = (
-            f"ProxySQL admin 127.0.0.1:{tls_admin.admin_port}: TLS (verify_ca) failed: "
-            "certificate verify failed"
-        )
-        assert expected in result.stderr, result.stderr
-    finally:
-        rig.close()
+    before = snapshot(tls_rig)
+    tls_rig.proxysql_settings.update(ssl_mode="verify_ca", ssl_ca=str(other_ca))
+    tls_rig.write_config()
+    result = tls_rig.run()
+    assert result.code == 1, result.stderr
+    assert snapshot(tls_rig) == before
+    expected = (
+        f"ProxySQL admin 127.0.0.1:{tls_admin.admin_port}: TLS (verify_ca) failed: "
+        "certificate verify failed"
+    )
+    assert expected in result.stderr, result.stderr
 
 
 def test_admin_requiring_tls_of_a_plain_endpoint_is_exit_1(rig: Rig, proxysql_admin: Any) -> None:

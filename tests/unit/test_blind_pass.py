@@ -19,10 +19,8 @@ from checker_core.core.probes import ProbeFailure, ProbeResult, Sight, sight_of
 from checker_core.core.verdict import State
 from checker_core.edges.backend import failure_of
 from checker_core.report import render
-from checker_core.runner import CheckerKind, Mode, Outcome, PassRunner
-from checker_core.settings.config import load
-from checker_core.settings.schema import Checker
-from galera_checker.policy import GaleraPolicy
+from checker_core.runner import Mode, Outcome, PassRunner
+from tests.unit.config_cases import galera_runner
 from tests.unit.galera_cases import (
     HG,
     N1,
@@ -159,28 +157,6 @@ def test_sight_of_a_pass(failures: Sequence[ProbeFailure | None], sight: Sight) 
 
 # ------------------------------------------------------------------- the runner: no LOAD at all
 
-CONFIG = """
-[proxysql]
-host = "127.0.0.1"
-port = 6032
-user = "admin"
-password = "admin-pw"
-
-[monitor]
-user = "monitor"
-password = "monitor-pw"
-
-[run]
-state_dir = "{state}"
-
-[[cluster]]
-name = "main"
-writer_hostgroup = 100
-reader_hostgroup = 101
-backup_writer_hostgroup = 102
-offline_hostgroup = 9100
-"""
-
 
 class FakeAdmin:
     """The admin client as far as a pass uses it; applying is what must not happen."""
@@ -217,12 +193,7 @@ class FakeProber:
 
 
 def blind_runner(tmp_path: Path) -> tuple[PassRunner, FakeAdmin]:
-    config = tmp_path / "checker.toml"
-    config.write_text(CONFIG.replace("{state}", str(tmp_path / "state")))
-    config.chmod(0o600)
-    runner = PassRunner(
-        load(config, Checker.GALERA, env={}), CheckerKind(Checker.GALERA, GaleraPolicy(), repr)
-    )
+    runner = galera_runner(tmp_path)
     admin = FakeAdmin(rows_of(steady(N1)))
     runner._admin = admin  # type: ignore[assignment]
     runner.prober = FakeProber({n: silent(n) for n in NODES})  # type: ignore[assignment]

@@ -14,28 +14,10 @@ from checker_core.settings.config import ConfigError, Secret, load
 from checker_core.settings.schema import KEYS, Checker
 from galera_checker.cli import build as build_galera
 from gr_checker.cli import build as build_gr
+from tests.unit.config_cases import CONFIG, config_file
 
-GOOD = """
-[proxysql]
-host = "127.0.0.1"
-port = 6032
-user = "admin"
-password_file = "{secret}"
-
-[monitor]
-user = "monitor"
-password = "monitor-pw"
-
-[run]
-state_dir = "{state}"
-
-[[cluster]]
-name = "main"
-writer_hostgroup = 100
-reader_hostgroup = 101
-backup_writer_hostgroup = 102
-offline_hostgroup = 9100
-"""
+# the shared config, its admin password read from a file
+GOOD = CONFIG.replace('password = "admin-pw"', 'password_file = "{secret}"', 1)
 
 WriteConfig = Callable[[str], Path]
 
@@ -46,12 +28,7 @@ def write_config(tmp_path: Path) -> WriteConfig:
     secret.write_text("s3cret\n")
 
     def write(text: str) -> Path:
-        path = tmp_path / "checker.toml"
-        path.write_text(
-            text.replace("{secret}", str(secret)).replace("{state}", str(tmp_path / "state"))
-        )
-        path.chmod(0o600)
-        return path
+        return config_file(tmp_path, text.replace("{secret}", str(secret)))
 
     return write
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from checker_core.oneshot import RunLine, parse
+from tests.unit.config_cases import MAIN_CLUSTER, config_file
 
 NOT_ON_THE_RUN_PATH = (
     "click",
@@ -27,7 +28,8 @@ NOT_ON_THE_RUN_PATH = (
     "checker_core.core.brownout",
 )
 
-CONFIG = """
+CONFIG = (
+    """
 [proxysql]
 port = {port}
 password = "admin-pw"
@@ -36,13 +38,9 @@ password = "monitor-pw"
 [run]
 state_dir = "{state}"
 log_format = "json"
-[[cluster]]
-name = "main"
-writer_hostgroup = 100
-reader_hostgroup = 101
-backup_writer_hostgroup = 102
-offline_hostgroup = 9100
 """
+    + MAIN_CLUSTER
+)
 
 # runs what the console script's main() runs for ProxySQL's scheduler row, then lists what the
 # process imported (main() itself ends the process at once)
@@ -61,10 +59,7 @@ def config(tmp_path: Path) -> Path:
     # a port nothing listens on: the pass connects, is refused, and ends with exit code 1
     from tests.lab.process import free_port
 
-    path = tmp_path / "checker.toml"
-    path.write_text(CONFIG.format(port=free_port(), state=tmp_path / "state"))
-    path.chmod(0o600)
-    return path
+    return config_file(tmp_path, CONFIG.format(port=free_port(), state="{state}"))
 
 
 @pytest.mark.parametrize(

@@ -12,12 +12,9 @@ from checker_core.core.model import ClusterRows, NodeAddress, ServerRow
 from checker_core.core.probes import ProbeResult
 from checker_core.edges.backend import PendingProbes
 from checker_core.edges.proxysql import ApplyResult
-from checker_core.runner import CheckerKind, Mode, Outcome, PassRunner
-from checker_core.settings.config import load
-from checker_core.settings.schema import Checker
-from galera_checker.policy import GaleraPolicy
+from checker_core.runner import Mode, Outcome, PassRunner
+from tests.unit.config_cases import galera_runner
 from tests.unit.galera_cases import N1, N2, N3, NODES, probe_ok, rows_of, steady
-from tests.unit.test_blind_pass import CONFIG
 
 N4 = NodeAddress("127.0.0.1", 3314)
 
@@ -75,15 +72,7 @@ class RecordingProber:
 def recording_runner(
     tmp_path: Path, persistent: bool, rows: ClusterRows, cluster: str = "off"
 ) -> tuple[PassRunner, RecordingAdmin, list[str]]:
-    config = tmp_path / "checker.toml"
-    config.write_text(
-        CONFIG.replace("{state}", str(tmp_path / "state")).replace(
-            'password = "admin-pw"', f'password = "admin-pw"\ncluster = "{cluster}"'
-        )
-    )
-    config.chmod(0o600)
-    settings = load(config, Checker.GALERA, env={})
-    runner = PassRunner(settings, CheckerKind(Checker.GALERA, GaleraPolicy(), repr), persistent)
+    runner = galera_runner(tmp_path, persistent, proxysql=f'cluster = "{cluster}"')
     events: list[str] = []
     admin = RecordingAdmin(rows, events)
     runner._admin = admin  # type: ignore[assignment]

@@ -8,11 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from checker_core.core.leadership import Role
-from checker_core.runner import PEERS_RECHECK_S, CheckerKind, PassRunner
-from checker_core.settings.config import load
-from checker_core.settings.schema import Checker
-from galera_checker.policy import GaleraPolicy
-from tests.unit.test_blind_pass import CONFIG
+from checker_core.runner import PEERS_RECHECK_S
+from tests.unit.config_cases import galera_runner
 
 
 class PeerlessAdmin:
@@ -26,17 +23,8 @@ class PeerlessAdmin:
         return []
 
 
-def runner(tmp_path: Path, persistent: bool) -> PassRunner:
-    config = tmp_path / "checker.toml"
-    config.write_text(CONFIG.replace("{state}", str(tmp_path / "state")))
-    config.chmod(0o600)
-    settings = load(config, Checker.GALERA, env={})
-    kind = CheckerKind(Checker.GALERA, GaleraPolicy(), repr)
-    return PassRunner(settings, kind, persistent=persistent)
-
-
 def test_a_daemon_without_peers_asks_again_only_after_a_while(tmp_path: Path) -> None:
-    daemon = runner(tmp_path, persistent=True)
+    daemon = galera_runner(tmp_path, persistent=True)
     clock = [100.0]
     daemon.monotonic = lambda: clock[0]
     admin = PeerlessAdmin()
@@ -49,7 +37,7 @@ def test_a_daemon_without_peers_asks_again_only_after_a_while(tmp_path: Path) ->
 
 
 def test_a_scheduler_pass_asks_every_time(tmp_path: Path) -> None:
-    one_shot = runner(tmp_path, persistent=False)
+    one_shot = galera_runner(tmp_path, persistent=False)
     admin = PeerlessAdmin()
     for _ in range(2):
         one_shot._leadership(admin, remember=True)  # type: ignore[arg-type]

@@ -17,8 +17,10 @@ from checker_core.edges.backend import describe_error, failure_of
 from checker_core.settings.config import ConfigError, Tls, load
 from checker_core.settings.schema import Checker, SslMode
 from tests.lab.certs import CertSet, make_cert_set
+from tests.unit.config_cases import MAIN_CLUSTER, config_file
 
-CONFIG = """
+CONFIG = (
+    """
 [proxysql]
 password = "admin-pw"
 {proxysql}
@@ -27,13 +29,9 @@ password = "monitor-pw"
 {monitor}
 [run]
 state_dir = "{state}"
-[[cluster]]
-name = "main"
-writer_hostgroup = 100
-reader_hostgroup = 101
-backup_writer_hostgroup = 102
-offline_hostgroup = 9100
 """
+    + MAIN_CLUSTER
+)
 
 
 @pytest.fixture(scope="module")
@@ -50,11 +48,7 @@ def fresh_process_state() -> Iterator[None]:
 
 
 def write(tmp_path: Path, proxysql: str = "", monitor: str = "") -> Path:
-    path = tmp_path / "checker.toml"
-    text = CONFIG.format(proxysql=proxysql, monitor=monitor, state=tmp_path / "state")
-    path.write_text(text)
-    path.chmod(0o600)
-    return path
+    return config_file(tmp_path, CONFIG.format(proxysql=proxysql, monitor=monitor, state="{state}"))
 
 
 # ---------------------------------------------------------------- settings
