@@ -16,7 +16,7 @@ import pytest
 
 from tests.containers.cluster import GaleraContainers, cluster_settled
 from tests.containers.scenario import WriterSampler, one_pass, routed, verdict_of
-from tests.integration.rig import HG, Rig
+from tests.integration.rig import HG, Rig, seeded_rig
 from tests.lab.proxysql import ProxySQLLab
 
 pytestmark = [pytest.mark.docker]
@@ -42,11 +42,8 @@ def crig(cluster: GaleraContainers, private_proxysql: ProxySQLLab, tmp_path: Pat
     """The cluster whole and without faults, an empty admin endpoint, the roster seeded."""
     cluster_settled(cluster)
     private_proxysql.reset()
-    rig = Rig("galera-checker", tmp_path, private_proxysql)
-    n1, n2, n3 = cluster.addresses()
-    rig.seed({n1: 1000, n2: 500, n3: 100})
-    yield rig
-    rig.close()
+    with seeded_rig(tmp_path, private_proxysql, cluster.addresses()) as rig:
+        yield rig
 
 
 # ============================================================================ partitions
