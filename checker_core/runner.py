@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from checker_core.core.decide import Decision, Policy, decide, view_of
-from checker_core.core.leadership import ALONE, Leadership, NotAPeer, Role
+from checker_core.core.leadership import ALONE, Leadership, NotAPeer, ProxyAddress, Role
 from checker_core.core.model import BadRow, NodeAddress
 from checker_core.core.probes import ProbeResult
 from checker_core.core.roster import BadRows, LiveLayout
@@ -208,19 +208,32 @@ class PassRunner:
             self._admin = None
         self.prober.close()
 
-    def _leadership(self, admin: AdminClient, remember: bool) -> Leadership:
-        """This checker's role among the ProxySQL Cluster's checkers (ALONE without peers)."""
+    def _listed_peers(self, admin: AdminClient) -> tuple[ProxyAddress, ...]:
+        """The proxy's ProxySQL Cluster peers: none with cluster = off, nor while the daemon
+        found none a moment ago (a steady pass then costs no extra query)."""
         proxysql = self.settings.proxysql
         if proxysql.cluster == "off":
-            return ALONE
+            return ()
         if self.persistent and self.monotonic() < self._alone_until:
-            return ALONE  # the daemon asked a moment ago; a steady pass costs no extra query
+            return ()
+        from checker_core.edges.proxysql_peers import list_peers
+
+        listed = list_peers(admin)
+        if not listed and self.persistent:
+            self._alone_until = self.monotonic() + PEERS_RECHECK_S
+        return listed
+
+    def _leadership(
+        self, admin: AdminClient, listed: tuple[ProxyAddress, ...], remember: bool
+    ) -> Leadership:
+        """This checker's role among the ProxySQL Cluster's checkers (ALONE without peers)."""
+        if not listed:
+            return ALONE
         from checker_core.edges.proxysql_peers import read_cluster_view
 
-        view = read_cluster_view(admin, proxysql.me)
+        proxysql = self.settings.proxysql
+        view = read_cluster_view(admin, proxysql.me, listed)
         if view is None:
-            if self.persistent:
-                self._alone_until = self.monotonic() + PEERS_RECHECK_S
             return ALONE
         # the rule and its records are loaded only by a proxy that has peers
         from checker_core.core.peers import choose_actor
@@ -347,7 +360,8 @@ class PassRunner:
             return self.prober.probe_all(nodes, deadline)
         started = set(pending.nodes)
         late = self.prober.start([n for n in nodes if n not in started], deadline)
-        found = {**pending.collect(deadline), **late.collect(deadline)}
+        # a node that left the roster is not waited for: it may be the hung one removed
+        found = {**pending.collect(deadline, only=nodes), **late.collect(deadline)}
         return {n: found[n] for n in nodes}
 
     def _drop_admin(self) -> None:
@@ -362,14 +376,16 @@ class PassRunner:
         started: float,
         result: Callable[..., PassResult],
     ) -> PassResult:
-        admin = self.admin()
         hostgroups = cluster.hostgroups
         probe_budget = self.settings.run.max_runtime_ms / 1000 * PROBE_SHARE
         probe_deadline = started + probe_budget
-        # The daemon's rosters rarely change: its nodes are probed while ProxySQL's rows are
-        # read, so a steady pass costs the longer of the two waits, not their sum.
-        early = self._last_roster.get(cluster.name, ()) if self.persistent else ()
+        memory, warning = self.store.load(cluster.name)
+        # A roster rarely changes between passes: the last one (the daemon's, or the nodes the
+        # state file remembers) is probed while ProxySQL is reached and its rows are read, so
+        # a steady pass costs the longer of the two waits, not their sum.
+        early = self._last_roster.get(cluster.name, ()) if self.persistent else tuple(memory)
         pending = self.prober.start(early, probe_deadline) if early else None
+        admin = self.admin()
         rows = admin.read_rows(hostgroups.all)
         view = view_of(rows, cluster)
         roster = view.roster
@@ -391,6 +407,9 @@ class PassRunner:
                 f"({self.settings.run.max_runtime_ms}), leaving {max(0.0, left) * 1000:.0f} ms "
                 "to probe; nothing changed",
             )
+        # asked while the probes are under way: for a proxy without peers, the usual case,
+        # the question then costs the pass no wait of its own
+        listed = self._listed_peers(admin)
         probes = self._probe_roster(roster.addresses, pending, probe_deadline)
         if probes and all(p.error and ACCESS_DENIED in p.error for p in probes.values()):
             # a wrong monitor password, not a dead cluster: taking every node out would be
@@ -401,7 +420,6 @@ class PassRunner:
                 f"bad input, nothing changed: every node refused the monitor account {user!r} "
                 f"({next(iter(probes.values())).error})",
             )
-        memory, warning = self.store.load(cluster.name)
         layout = view.layout
         # ConnUsed only matters, and is only read, while a demoted writer drains
         in_use = admin.connections_in_use(hostgroups.writer) if layout.draining else {}
@@ -420,7 +438,7 @@ class PassRunner:
             # no LOAD, no staging repair, no counter saved: the pass saw nothing to act on
             return result(Outcome.BLIND, decision.sight.reason, **extra)
         statements = plan_statements(decision.plan, rows.staging, self.settings.run.persist)
-        leadership = self._leadership(admin, remember=mode is Mode.APPLY)
+        leadership = self._leadership(admin, listed, remember=mode is Mode.APPLY)
         extra["leadership"] = leadership
         if leadership.split:
             extra["warnings"] = (*warnings, leadership.split)

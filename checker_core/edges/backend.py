@@ -11,7 +11,7 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from checker_core.core.model import NodeAddress
@@ -175,10 +175,14 @@ class PendingProbes:
         self.started = started
         self.results: queue.Queue[ProbeResult] = queue.Queue()
 
-    def collect(self, deadline: float) -> dict[NodeAddress, ProbeResult]:
-        """Every node's result by the deadline (monotonic seconds); late ones say so."""
+    def collect(
+        self, deadline: float, only: Collection[NodeAddress] | None = None
+    ) -> dict[NodeAddress, ProbeResult]:
+        """Every node's result by the deadline (monotonic seconds); late ones say so. `only`:
+        the nodes still wanted; the others' results are taken if they came, never waited for."""
+        wanted = [n for n in self.nodes if only is None or n in only]
         done: dict[NodeAddress, ProbeResult] = {}
-        while len(done) < len(self.nodes):
+        while not all(n in done for n in wanted):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
@@ -188,7 +192,7 @@ class PendingProbes:
                 break
             done[result.node] = result
         waited = (time.monotonic() - self.started) * 1000
-        for node in self.nodes:
+        for node in wanted:
             if node not in done:
                 done[node] = ProbeResult(
                     node,

@@ -33,12 +33,21 @@ def read_checksum(admin: AdminClient) -> Checksum | None:
     return Checksum(int(version), int(epoch), str(checksum))
 
 
-def read_cluster_view(admin: AdminClient, me: ProxyAddress) -> ProxyClusterView | None:
-    """None when the proxy has no peers; the view of them otherwise."""
-    listed = [
+def list_peers(admin: AdminClient) -> tuple[ProxyAddress, ...]:
+    """The proxies of the ProxySQL Cluster the local proxy is in (none for a proxy alone)."""
+    return tuple(
         ProxyAddress(str(host), int(port))
         for host, port in admin.execute("SELECT hostname, port FROM runtime_proxysql_servers")
-    ]
+    )
+
+
+def read_cluster_view(
+    admin: AdminClient, me: ProxyAddress, listed: tuple[ProxyAddress, ...] | None = None
+) -> ProxyClusterView | None:
+    """None when the proxy has no peers; the view of them otherwise. `listed`: the peers as
+    list_peers just read them (read here when not given)."""
+    if listed is None:
+        listed = list_peers(admin)
     if not listed:
         return None
     # the rule's records are built only once the proxy turns out to have peers

@@ -13,6 +13,7 @@ a server is used in plain text on the same connection, as MySQL's clients do.
 
 from __future__ import annotations
 
+import socket
 import ssl
 import threading
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
 
 # PyMySQL's CR.CR_SSL_CONNECTION_ERROR: TLS was required and the server offers none
 _NO_TLS_ON_SERVER = 2026
+# CR.CR_CONN_HOST_ERROR, and PyMySQL's own connect_timeout when none is given
+_CANNOT_CONNECT = 2003
+_PYMYSQL_CONNECT_TIMEOUT_S = 10
 
 
 class TlsError(Exception):
@@ -144,10 +148,7 @@ def _connect(
                 ) from exc
             with _lock:
                 _plain_servers.add((host, port))
-            plain: pymysql.connections.Connection[Any] = mysql.connect(
-                host=host, port=port, ssl_disabled=True, **kwargs
-            )
-            return plain
+            return _open(mysql, host, port, {**kwargs, "ssl_disabled": True}, preferred=False)
         failure = _ssl_failure(exc)
         if failure is not None:
             raise TlsError(f"{where}: TLS ({tls.mode.value}) failed: {failure}") from exc
@@ -158,19 +159,43 @@ def _connect(
 def _open(
     mysql: Any, host: str, port: int, arguments: dict[str, Any], *, preferred: bool
 ) -> pymysql.connections.Connection[Any]:
-    """One connect. PyMySQL takes a given context as "TLS required"; for `preferred` its own
-    flag is turned back before the handshake, so a server without TLS costs no second connect
-    (should a later PyMySQL drop the flag, the refusal is caught and retried in plain text)."""
-    if not preferred or "ssl" not in arguments:
-        conn: pymysql.connections.Connection[Any] = mysql.connect(host=host, port=port, **arguments)
-        return conn
-    deferred: pymysql.connections.Connection[Any] = mysql.connect(
+    """One connect, on a socket of our own (see open_socket). PyMySQL takes a given context as
+    "TLS required"; for `preferred` its own flag is turned back before the handshake, so a
+    server without TLS costs no second connect (should a later PyMySQL drop the flag, the
+    refusal is caught and retried in plain text)."""
+    conn: pymysql.connections.Connection[Any] = mysql.connect(
         host=host, port=port, defer_connect=True, **arguments
     )
-    if getattr(deferred, "_ssl_required", None) is True:
-        deferred._ssl_required = False  # type: ignore[attr-defined]
-    deferred.connect()
-    return deferred
+    if preferred and "ssl" in arguments and getattr(conn, "_ssl_required", None) is True:
+        conn._ssl_required = False  # type: ignore[attr-defined]
+    timeout = arguments.get("connect_timeout", _PYMYSQL_CONNECT_TIMEOUT_S)
+    try:
+        sock = open_socket(host, port, timeout)
+    except OSError as exc:
+        # as PyMySQL words it when it opens the socket itself
+        error = mysql.err.OperationalError(
+            _CANNOT_CONNECT, f"Can't connect to MySQL server on {host!r} ({exc})"
+        )
+        error.original_exception = exc
+        raise error from exc
+    conn.connect(sock)
+    return conn
+
+
+def open_socket(host: str, port: int, timeout: float | None) -> socket.socket:
+    """A connected TCP socket, set up as PyMySQL sets up its own. The name reaches the resolver
+    as ASCII bytes: given a str, CPython's getaddrinfo passes it through the idna codec, whose
+    first use imports stringprep and unicodedata (about 1.5 ms of every scheduler pass). Host
+    names here are ASCII by the time they are used (hostname.host_problem)."""
+    name: str | bytes = host.encode("ascii") if host.isascii() else host
+    sock = socket.create_connection((name, port), timeout)  # type: ignore[arg-type]
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _ssl_failure(exc: BaseException) -> str | None:

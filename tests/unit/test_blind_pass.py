@@ -171,6 +171,9 @@ class FakeAdmin:
     def connections_in_use(self, hostgroup: int) -> dict[NodeAddress, int]:
         return {}
 
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        return []  # a proxy without ProxySQL Cluster peers
+
     def apply(self, *args: Any) -> Any:
         self.applied.append(args)
         raise AssertionError("a blind pass applied a plan")

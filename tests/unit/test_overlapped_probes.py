@@ -1,10 +1,12 @@
-"""The daemon probes its last roster while ProxySQL's rows are being read, so a steady pass
-costs the longer of the two waits, not their sum; the roster read in this pass still decides
-which nodes are judged (a node new to it is probed late, one gone from it is not judged)."""
+"""A pass probes the last roster (the daemon's, or the nodes its state file remembers) while
+ProxySQL's rows are being read, so a steady pass costs the longer of the two waits, not their
+sum; the roster read in this pass still decides which nodes are judged (a node new to it is
+probed late, one gone from it is neither judged nor waited for)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,9 +122,80 @@ def test_a_node_new_to_the_roster_is_probed_late_and_one_gone_is_not_judged(
     assert events[:2] == ["probe 3311 3312 3314", "read rows"], "the new roster is remembered"
 
 
-def test_a_scheduler_pass_reads_the_rows_before_it_probes(tmp_path: Path) -> None:
-    one_shot, _, events = recording_runner(tmp_path, False, rows_of(steady(N1)))
-    for _ in range(2):
-        events.clear()
-        one_pass(one_shot)
-        assert events == ["read rows", ALL, "apply 0"]
+def test_a_scheduler_pass_probes_the_nodes_its_state_file_remembers_before_reading(
+    tmp_path: Path,
+) -> None:
+    first, _, events = recording_runner(tmp_path, False, rows_of(steady(N1)))
+    one_pass(first)
+    assert events == ["read rows", ALL, "apply 0"], "no state file yet: read first"
+    for _ in range(2):  # each scheduler pass is a new process
+        later, _, events = recording_runner(tmp_path, False, rows_of(steady(N1)))
+        outcome, probes = one_pass(later)
+        assert outcome is Outcome.UNCHANGED
+        assert events == [ALL, "read rows", "apply 0"]
+        assert set(probes) == set(NODES)
+
+
+def test_a_scheduler_pass_judges_the_roster_it_read_not_the_one_remembered(
+    tmp_path: Path,
+) -> None:
+    first, _, _ = recording_runner(tmp_path, False, rows_of(steady(N1)))
+    one_pass(first)
+    rows = rows_of([r for r in steady(N1) if r.node != N3], weights={N1: 1000, N2: 500, N4: 10})
+    later, _, events = recording_runner(tmp_path, False, rows)
+
+    outcome, probes = one_pass(later)
+
+    assert outcome is Outcome.CHANGED
+    assert events[:3] == [ALL, "read rows", "probe 3314"]
+    assert set(probes) == {N1, N2, N4}
+
+
+def test_a_node_gone_from_the_roster_is_not_waited_for() -> None:
+    pending = PendingProbes((N1, N2, N3), 0.0)
+    pending.results.put(probe_ok(N1))
+    pending.results.put(probe_ok(N2))  # N3 hangs: it never answers
+
+    found = pending.collect(time.monotonic() + 60, only=(N1, N2))
+
+    assert set(found) == {N1, N2}
+    assert all(r.answered for r in found.values())
+
+
+def test_a_silent_node_still_in_the_roster_is_waited_for_until_the_deadline() -> None:
+    pending = PendingProbes((N1, N2), 0.0)
+    pending.results.put(probe_ok(N1))
+
+    found = pending.collect(time.monotonic() + 0.05, only=(N1, N2, N4))
+
+    assert set(found) == {N1, N2}, "only nodes this batch probed"
+    assert found[N1].answered
+    assert not found[N2].answered
+    assert "no answer within the pass deadline" in (found[N2].error or "")
+
+
+def test_the_proxy_is_asked_about_its_peers_while_the_probes_are_under_way(
+    tmp_path: Path,
+) -> None:
+    first, _, _ = recording_runner(tmp_path, False, rows_of(steady(N1)), cluster="auto")
+    one_pass(first)
+    one_shot, _, events = recording_runner(tmp_path, False, rows_of(steady(N1)), cluster="auto")
+    start = one_shot.prober.start
+
+    class RecordedPending(PendingProbes):
+        def collect(
+            self, deadline: float, only: Collection[NodeAddress] | None = None
+        ) -> dict[NodeAddress, ProbeResult]:
+            events.append("probes collected")
+            return super().collect(deadline, only)
+
+    def recorded_start(nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
+        pending = start(nodes, deadline)
+        recorded = RecordedPending(pending.nodes, pending.started)
+        recorded.results = pending.results
+        return recorded
+
+    one_shot.prober.start = recorded_start  # type: ignore[method-assign]
+
+    assert one_pass(one_shot)[0] is Outcome.UNCHANGED
+    assert events[:4] == [ALL, "read rows", "admin query", "probes collected"]

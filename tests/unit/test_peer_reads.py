@@ -29,10 +29,12 @@ def test_a_daemon_without_peers_asks_again_only_after_a_while(tmp_path: Path) ->
     daemon.monotonic = lambda: clock[0]
     admin = PeerlessAdmin()
     for _ in range(3):
-        assert daemon._leadership(admin, remember=True).role is Role.ALONE  # type: ignore[arg-type]
+        listed = daemon._listed_peers(admin)  # type: ignore[arg-type]
+        assert listed == ()
+        assert daemon._leadership(admin, listed, remember=True).role is Role.ALONE  # type: ignore[arg-type]
     assert len(admin.asked) == 1
     clock[0] += PEERS_RECHECK_S
-    daemon._leadership(admin, remember=True)  # type: ignore[arg-type]
+    daemon._listed_peers(admin)  # type: ignore[arg-type]
     assert len(admin.asked) == 2
 
 
@@ -40,5 +42,5 @@ def test_a_scheduler_pass_asks_every_time(tmp_path: Path) -> None:
     one_shot = galera_runner(tmp_path, persistent=False)
     admin = PeerlessAdmin()
     for _ in range(2):
-        one_shot._leadership(admin, remember=True)  # type: ignore[arg-type]
+        assert one_shot._listed_peers(admin) == ()  # type: ignore[arg-type]
     assert len(admin.asked) == 2

@@ -4,6 +4,8 @@ PyMySQL is handed, and what a server without TLS or a failed verification become
 from __future__ import annotations
 
 import ssl
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +47,26 @@ def fresh_process_state() -> Iterator[None]:
     tls.forget()
     yield
     tls.forget()
+
+
+class FakeSocket:
+    """What open_socket hands PyMySQL, in tests that never reach a server."""
+
+    def __init__(self, host: str, port: int, timeout: float | None) -> None:
+        self.where = (host, port, timeout)
+
+
+@pytest.fixture(autouse=True)
+def sockets(monkeypatch: pytest.MonkeyPatch) -> list[FakeSocket]:
+    """Every socket a connect opens (none of them real)."""
+    opened: list[FakeSocket] = []
+
+    def open_socket(host: str, port: int, timeout: float | None) -> FakeSocket:
+        opened.append(FakeSocket(host, port, timeout))
+        return opened[-1]
+
+    monkeypatch.setattr(tls, "open_socket", open_socket)
+    return opened
 
 
 def write(tmp_path: Path, proxysql: str = "", monitor: str = "") -> Path:
@@ -222,7 +244,8 @@ class FakeConnection:
         self._ssl_required = "ssl" in kwargs  # as PyMySQL: a given context means required
         self.outcome = ""
 
-    def connect(self) -> None:
+    def connect(self, sock: FakeSocket | None = None) -> None:
+        self.sock = sock
         server = self.server
         if self.kwargs.get("ssl_disabled") or "ssl" not in self.kwargs:
             self.outcome = "plain"
@@ -314,9 +337,9 @@ def test_preferred_without_pymysqls_flag_retries_plain_and_remembers(
     server = FakeServer(offers_tls=False)
     original = FakeConnection.connect
 
-    def ignoring_the_flag(self: FakeConnection) -> None:
+    def ignoring_the_flag(self: FakeConnection, sock: FakeSocket | None = None) -> None:
         self._ssl_required = "ssl" in self.kwargs
-        original(self)
+        original(self, sock)
 
     monkeypatch.setattr(FakeConnection, "connect", ignoring_the_flag)
     monkeypatch.setattr(pymysql, "connect", server)
@@ -342,6 +365,59 @@ def test_errors_other_than_tls_pass_through(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(pymysql, "connect", FakeServer(True, ConnectionRefusedError(111, "no")))
     with pytest.raises(pymysql.err.OperationalError):
         tls.connect(Tls(SslMode.REQUIRED), "node", "h", 1)
+
+
+def test_the_connect_runs_on_the_socket_opened_for_it(
+    monkeypatch: pytest.MonkeyPatch, sockets: list[FakeSocket]
+) -> None:
+    server = FakeServer(offers_tls=True)
+    monkeypatch.setattr(pymysql, "connect", server)
+    for mode in (SslMode.DISABLED, SslMode.PREFERRED, SslMode.REQUIRED):
+        conn = tls.connect(Tls(mode), "node", "db1.example", 3307, connect_timeout=0.3)
+        assert conn.sock is sockets[-1]  # type: ignore[attr-defined]
+    assert [s.where for s in sockets] == [("db1.example", 3307, 0.3)] * 3
+    assert all(call["defer_connect"] for call in server.calls)
+
+
+def test_a_socket_that_cannot_be_opened_fails_as_pymysql_words_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refused(host: str, port: int, timeout: float | None) -> FakeSocket:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(pymysql, "connect", FakeServer(offers_tls=True))
+    monkeypatch.setattr(tls, "open_socket", refused)
+    with pytest.raises(pymysql.err.OperationalError) as info:
+        tls.connect(Tls(SslMode.PREFERRED), "node", "127.0.0.1", 1)
+    assert describe_error(info.value) == (
+        "Can't connect to MySQL server on '127.0.0.1' ([Errno 111] Connection refused) (error 2003)"
+    )
+    assert failure_of(info.value) is ProbeFailure.REFUSED
+
+
+def test_a_name_is_resolved_without_loading_the_idna_codec(tmp_path: Path) -> None:
+    """CPython runs a str host through the idna codec in getaddrinfo, whose first use imports
+    stringprep and unicodedata: a cost every scheduler pass would pay."""
+    program = (
+        "import socket, sys\n"
+        "from checker_core.edges.tls import open_socket\n"
+        "listener = socket.socket()\n"
+        "listener.bind(('127.0.0.1', 0))\n"
+        "listener.listen()\n"
+        "for host in ('localhost', '127.0.0.1'):\n"
+        "    sock = open_socket(host, listener.getsockname()[1], 2.0)\n"
+        "    nodelay = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)\n"
+        "    print(sock.getpeername()[0], nodelay)\n"
+        "print('encodings.idna' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.stdout.split("\n")[:3] == ["127.0.0.1 1", "127.0.0.1 1", "False"]
 
 
 def test_check_config_says_what_verify_needs(tmp_path: Path) -> None:
