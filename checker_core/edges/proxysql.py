@@ -34,6 +34,8 @@ _PLACEHOLDERS = ", ".join(["%s"] * len(COLUMNS))
 # PyMySQL/MySQL client error numbers that mean "no server answered"
 _UNREACHABLE_CODES = {2003, 2006, 2013, 2055}
 _ACCESS_DENIED = 1045
+# far more rows than any cluster's hostgroups hold, runtime and staging together
+_PARSED_ROWS_KEPT = 4096
 
 
 class AdminError(Exception):
@@ -82,6 +84,8 @@ class AdminClient:
     def __init__(self, conn: pymysql.connections.Connection[Any], where: str) -> None:
         self._conn = conn
         self.where = where
+        # each distinct answer row parsed once: the daemon reads the same rows pass after pass
+        self._parsed: dict[tuple[object, ...], ServerRow] = {}
 
     @classmethod
     def connect(cls, settings: ProxySQLSettings) -> AdminClient:
@@ -160,9 +164,17 @@ class AdminClient:
         runtime: list[ServerRow] = []
         staging: list[ServerRow] = []
         for source, *values in self.execute(sql, wanted + wanted):
-            row = ServerRow.from_admin(values)
+            row = self._row(tuple(values))
             (runtime if source == "runtime" else staging).append(row)
         return ClusterRows(runtime=sort_rows(runtime), staging=sort_rows(staging))
+
+    def _row(self, values: tuple[object, ...]) -> ServerRow:
+        row = self._parsed.get(values)
+        if row is None:
+            if len(self._parsed) >= _PARSED_ROWS_KEPT:
+                self._parsed.clear()
+            row = self._parsed[values] = ServerRow.from_admin(values)
+        return row
 
     def read_staging(self, hostgroups: Iterable[int]) -> tuple[ServerRow, ...]:
         wanted = sorted(set(hostgroups))

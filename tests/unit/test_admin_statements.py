@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,6 +20,7 @@ from checker_core.core.model import (
 from checker_core.edges.proxysql import (
     LOAD_SERVERS,
     SAVE_SERVERS,
+    AdminClient,
     ApplyFailed,
     Statement,
     plan_statements,
@@ -139,3 +142,47 @@ def test_statements_reach_exactly_the_desired_rows(
     assert simulate(staging, statements) == sort_rows(desired)
     # a second computation over the result has nothing left to do
     assert staging_statements(HG.managed, list(simulate(staging, statements)), desired) == ()
+
+
+class AnsweringAdmin(AdminClient):
+    """The admin client over a fixed answer; counts the rows it parsed."""
+
+    def __init__(self, answer: Sequence[tuple[object, ...]]) -> None:
+        super().__init__(None, "test admin")  # type: ignore[arg-type]
+        self.answer = answer
+        self.parsed = 0
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        return list(self.answer)
+
+    def _row(self, values: tuple[object, ...]) -> ServerRow:
+        before = len(self._parsed)
+        row = super()._row(values)
+        self.parsed += len(self._parsed) - before
+        return row
+
+
+def test_the_same_answer_is_parsed_once_and_a_changed_row_again() -> None:
+    rows = [ServerRow(100, "db1", 3311), ServerRow(101, "db2", 3312, weight=5)]
+    answer = [("runtime", *admin_values(r)) for r in rows] + [("main", *admin_values(rows[0]))]
+    admin = AnsweringAdmin(answer)
+
+    first = admin.read_rows([100, 101])
+    again = admin.read_rows([100, 101])
+
+    assert first == again
+    assert first.runtime == tuple(rows) and first.staging == (rows[0],)
+    assert admin.parsed == 2, "one parse per distinct row"
+    shunned = ServerRow(100, "db1", 3311, status=ServerStatus.SHUNNED)
+    admin.answer = [("runtime", *admin_values(shunned))]
+    assert admin.read_rows([100]).runtime == (shunned,)
+    assert admin.parsed == 3
+
+
+def test_a_bad_row_is_refused_every_time_it_is_read() -> None:
+    values = admin_values(ServerRow(100, "db1", 3311))
+    values[COLUMNS.index("status")] = "NOT_A_STATUS"
+    admin = AnsweringAdmin([("runtime", *values)])
+    for _ in range(2):
+        with pytest.raises(BadRow, match="unknown status"):
+            admin.read_rows([100])
