@@ -15,7 +15,9 @@ In one run, on one lab, a converged layout (nothing to change):
 - one connect (and one query) to a node per ssl_mode, in process, with the process's context;
   and PyMySQL left to itself (no ssl argument: a new default context per connect)
 - daemon: one pass on persistent connections beside its floor (the same I/O alone), and the
-  first pass after start (connects)
+  first pass after start (connects); back to back, then again with the pass and the floor
+  each after an idle pause, as a daemon's passes come (on a VM, waking sleeping threads and
+  servers costs each round trip more than back to back)
 """
 
 from __future__ import annotations
@@ -121,6 +123,8 @@ def pass_run(executable: str, config: Path, code: Path = REPO) -> Child:
         raise RuntimeError(f"the pass failed ({result.code}): {result.stderr}")
     return result
 
+
+IDLE_S = 0.1  # before each daemon pass and floor in the "idle" figure
 
 VENV = Path.home() / ".cache" / "proxysql-checkers-bench" / "venv"
 
@@ -229,12 +233,13 @@ def per_mode(node: NodeAddress, ca: str | None, runs: int) -> list[tuple[str, st
 
 
 def daemon_ms(
-    config: Path, checker: Checker, kind: CheckerKind, runs: int
+    config: Path, checker: Checker, kind: CheckerKind, runs: int, idle_s: float = 0.0
 ) -> tuple[float, float, float]:
     """(first pass after start, median steady pass, median floor) with persistent connections.
     The floor is the steady pass's own I/O on the same open connections: one read of the admin
     rows, then every node probed in parallel; no deciding, no lock, no state file. Floor and
-    pass alternate, so a machine that slows down weighs on both alike."""
+    pass alternate, so a machine that slows down weighs on both alike. `idle_s`: a pause before
+    each pass and each floor, as a daemon idles between passes (threads and servers asleep)."""
     runner = PassRunner(load(config, checker, env={}), kind, persistent=True)
     try:
         started = time.perf_counter()
@@ -244,9 +249,11 @@ def daemon_ms(
         nodes = sorted({r.node for r in runner.admin().read_rows(hostgroups).runtime})
         samples, floors = [], []
         for _ in range(runs):
+            time.sleep(idle_s)
             started = time.perf_counter()
             runner.run_all(Mode.APPLY)
             samples.append((time.perf_counter() - started) * 1000)
+            time.sleep(idle_s)
             started = time.perf_counter()
             runner.admin().read_rows(hostgroups)
             runner.prober.probe_all(nodes, time.monotonic() + 1)
@@ -316,6 +323,7 @@ def main(argv: list[str]) -> int:
         inside_plain = [d for d in map(in_process_ms, plain_passes) if d is not None]
         modes = per_mode(nodes[0], ca, args.runs)
         first, steady, daemon_floor = daemon_ms(config, checker, kind(), args.runs * 5)
+        _, idle_steady, idle_floor = daemon_ms(config, checker, kind(), args.runs, IDLE_S)
 
         endpoint = "real proxysql" if lab.proxysql.is_real else "lab emulator (no TLS)"
         print(f"lab: {args.lab}, 3 nodes, converged; proxysql endpoint: {endpoint}; "
@@ -346,6 +354,9 @@ def main(argv: list[str]) -> int:
               f"steady pass {steady:5.2f} ms (target <= 5); its floor (admin read, then "
               f"the probes, same connections) {daemon_floor:5.2f} ms, "
               f"ratio {steady / daemon_floor:4.2f}")  # fmt: skip
+        print(f"daemon idle {IDLE_S * 1000:.0f} ms before each pass (as between passes in "
+              f"service): steady pass {idle_steady:5.2f} ms; its floor, idle as long, "
+              f"{idle_floor:5.2f} ms, ratio {idle_steady / idle_floor:4.2f}")  # fmt: skip
         print(f"one connect + SELECT 1 to {nodes[0]}, per ssl_mode:")
         for mode, figure in modes:
             print(f"  {mode:32} {figure}")
