@@ -16,23 +16,32 @@ from types import ModuleType
 
 _lock = threading.Lock()
 _NEEDS_RSA = "'cryptography' package is required"
+# holds PyMySQL once it is wholly imported: while one thread imports it, sys.modules already
+# holds the half-made module, which another thread (a probe, the admin connect) must not be given
+_loaded: dict[str, ModuleType] = {}
 
 
 def load() -> ModuleType:
     """The pymysql module; when this imports it, cryptography stays unimported."""
-    loaded = sys.modules.get("pymysql")
-    if loaded is not None:
-        return loaded
+    module = _loaded.get("pymysql")
+    if module is not None:
+        return module
     with _lock:
-        if "cryptography" in sys.modules:
-            return importlib.import_module("pymysql")
-        # a None entry makes `import cryptography...` fail at once, as if it were absent
-        sys.modules["cryptography"] = None  # type: ignore[assignment]
-        try:
-            return importlib.import_module("pymysql")
-        finally:
-            if sys.modules.get("cryptography", ...) is None:
-                del sys.modules["cryptography"]
+        if "pymysql" not in _loaded:
+            _loaded["pymysql"] = _import()
+        return _loaded["pymysql"]
+
+
+def _import() -> ModuleType:
+    if "cryptography" in sys.modules:
+        return importlib.import_module("pymysql")
+    # a None entry makes `import cryptography...` fail at once, as if it were absent
+    sys.modules["cryptography"] = None  # type: ignore[assignment]
+    try:
+        return importlib.import_module("pymysql")
+    finally:
+        if sys.modules.get("cryptography", ...) is None:
+            del sys.modules["cryptography"]
 
 
 def needs_rsa(exc: BaseException) -> bool:

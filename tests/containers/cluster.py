@@ -113,6 +113,11 @@ class GaleraContainers:
                 # joiners that start before the Primary component exists may form one of their
                 # own; one bootstrap node first, then the others join it
                 self.wait_state(1, "Primary", FORM_TIMEOUT)
+            else:
+                # one joiner at a time: Galera 4 orders configuration changes like write sets,
+                # and a joiner catching up by IST while another joins can miss one ("IST didn't
+                # contain all write sets") and abort, which a busy machine makes likely
+                self.wait_joined(n, FORM_TIMEOUT)
         for n in self.nodes:
             self.relays[n] = Relay((LOOPBACK, self.published_port(n)))
         self.wait_formed(FORM_TIMEOUT)
@@ -203,6 +208,15 @@ class GaleraContainers:
         except LabError as exc:
             tails = "\n".join(f"--- node{n}\n{self.logs(n)}" for n in self.nodes)
             raise LabError(f"{exc}\n{tails}") from None
+
+    def wait_joined(self, n: int, timeout: float) -> None:
+        """Until node n is Synced in a Primary component of n nodes (nodes 1..n joined)."""
+
+        def joined() -> bool:
+            state = self.node_state(n)
+            return state.synced_primary and state.size == n
+
+        wait_until(joined, timeout, f"node{n} to join as the {n}th Synced node", 0.3)
 
     def wait_state(self, n: int, wanted: str, timeout: float = VIEW_TIMEOUT) -> NodeState:
         """Until node n reports wsrep_cluster_status `wanted` (Primary / non-Primary)."""

@@ -205,3 +205,28 @@ def test_a_pass_on_a_proxy_without_peers_never_loads_the_peer_rule(tmp_path: Pat
     assert "checker_core.runner" in imported
     assert "checker_core.core.peers" not in imported
     assert "checker_core.core.brownout" not in imported
+
+
+def test_a_thread_loading_the_driver_while_another_imports_it_gets_the_whole_module() -> None:
+    """A status pass probes the nodes on threads while the main thread reaches ProxySQL: the
+    first to load PyMySQL imports it, and the others must not be handed the half-made module
+    that sys.modules holds meanwhile."""
+    program = """
+import sys, threading, time
+from checker_core.edges import driver
+importing = threading.Thread(target=driver.load)
+importing.start()
+deadline = time.monotonic() + 30
+while "pymysql" not in sys.modules and time.monotonic() < deadline:
+    pass
+print(importing.is_alive(), hasattr(driver.load(), "connect"))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.stdout.split() == ["True", "True"], "asked while the import was under way"
