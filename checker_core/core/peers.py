@@ -9,7 +9,8 @@ chosen from what ProxySQL itself knows of its peers, with no consensus of our ow
   stats_proxysql_servers_checksums was updated, and its stats_proxysql_servers_metrics row was
   checked, within the liveness window (derived from admin-cluster_check_interval_ms and
   admin-cluster_check_status_frequency). The local proxy is alive by definition: the checker
-  just talked to it;
+  just talked to it. A proxy that started less than a window ago and has not yet checked every
+  peer's status stands by: its peers are unknown to it, not dead;
 - a peer is *settled* once it has been alive for a full window (its Uptime_s, or how long this
   checker has seen it alive, whichever is shorter): a proxy that just came back does not take
   the role back at once, so the role does not ping-pong. A checker counts its own proxy settled
@@ -123,6 +124,18 @@ def is_alive(peer: PeerView, now: int, timing: ClusterTiming) -> bool:
     return peer.last_check_ms is None or peer.last_check_ms <= timing.window_ms
 
 
+def checked_since_start(peer: PeerView, own_uptime_s: int) -> bool:
+    """Whether the local proxy has checked the peer's status since it started. A ProxySQL 2.7
+    just started has the peers' checksum rows at once (updated_at fresh) but reports a peer it
+    has not yet status-checked with a last_check_ms far longer than its own uptime; until its
+    first status check such a peer is unknown, not dead."""
+    if not peer.updated_at:
+        return False
+    if peer.last_check_ms is None:
+        return True
+    return peer.last_check_ms <= (own_uptime_s + 1) * 1000  # uptime counts whole seconds
+
+
 def choose_actor(view: ProxyClusterView, memory: PeerMemory) -> Leadership:
     """The acting proxy and this checker's role; deterministic for a given view and memory."""
     timing, now = view.timing, view.now
@@ -136,7 +149,7 @@ def choose_actor(view: ProxyClusterView, memory: PeerMemory) -> Leadership:
             f"({listed}): set it to this proxy's address as proxysql_servers names it"
         )
     window_s = timing.window_ms / 1000
-    unchecked = [p.address for p in others if not p.updated_at]
+    unchecked = [p.address for p in others if not checked_since_start(p, view.own_uptime_s)]
     if unchecked and view.own_uptime_s < window_s:
         # a proxy that just started has not checked its peers yet: they are unknown, not dead
         reason = (

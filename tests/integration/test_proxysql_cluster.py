@@ -183,11 +183,9 @@ def test_a_standby_never_loads_when_its_proxys_rows_differ_and_reports_the_split
     standby = next(i for i in range(3) if i != acting)
     run_ok(rigs[acting])
     wait_until(lambda: converged(rigs), 30, "the first layout on every proxy")
-    proxy_cluster.syncing = False
-    # someone LOADs other rows on the standby's proxy: the writer's weight changed by hand
-    with admin_for(proxy_cluster.proxies[standby]) as admin:
-        admin.execute("UPDATE mysql_servers SET weight = 7 WHERE hostgroup_id = %s", (HG.writer,))
-        admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
+    # someone LOADs other rows on the standby's proxy in the second the acting proxy LOADs:
+    # neither epoch is newer, so neither pulls the other's rows
+    proxy_cluster.load_in_one_second({standby: 7, acting: 8}, HG.writer)
     version = proxy_cluster.version(standby)
     passes: list[PassRun] = []
 

@@ -8,10 +8,11 @@ A real ProxySQL checks its peers and pulls their rows itself. The emulator does 
 not invent ProxySQL's algorithm, so for emulators this harness plays the peers' checks from the
 outside, every 200 ms: it writes what each proxy would have seen of the others into that proxy's
 stats_proxysql_servers_checksums / stats_proxysql_servers_metrics (through a lab-only statement),
-and, while `syncing`, copies a peer's rows as the documented pull rule says (a peer whose
-mysql_servers checksum has differed for diffs_before_sync checks and whose epoch is newer, or any
-peer with version > 1 when our own version is still 1). A proxy that is down is not checked: the
-others keep its last rows, frozen, as a real ProxySQL does for a dead peer.
+and copies a peer's rows as the documented pull rule says (a peer whose mysql_servers checksum
+has differed for diffs_before_sync checks and whose epoch is newer, or any peer with version > 1
+when our own version is still 1); the pulled rows keep the source's version and epoch, as a real
+ProxySQL 2.7.2 was seen to keep them. A proxy that is down is not checked: the others keep its
+last rows, frozen, as a real ProxySQL does for a dead peer.
 """
 
 from __future__ import annotations
@@ -67,7 +68,6 @@ class _Snapshot:
 class ProxyCluster:
     def __init__(self, size: int = 3) -> None:
         self.proxies = [ProxySQLLab(lab_dir() / f"proxysql-peer{i}") for i in range(1, size + 1)]
-        self.syncing = True
         self._down: set[int] = set()
         self._seen: dict[tuple[int, int], _Seen] = {}
         self._lock = threading.Lock()
@@ -129,7 +129,6 @@ class ProxyCluster:
         with self._lock:
             self._seen.clear()
             self._down.clear()
-            self.syncing = True
             for proxy in self.proxies:
                 proxy.reset()
                 with admin_cursor(proxy) as cur:
@@ -167,10 +166,32 @@ class ProxyCluster:
     def wait_next_second(self) -> None:
         """Until the clock has left the second of every proxy's last LOAD: ProxySQL's peers pull
         only a newer epoch, and epochs count whole seconds."""
-        latest = max(self._epoch(i) for i in range(len(self.proxies)))
+        latest = max(self.epoch(i) for i in range(len(self.proxies)))
         wait_until(lambda: int(time.time()) > latest, 5.0, f"the second after epoch {latest}")
 
-    def _epoch(self, index: int) -> int:
+    def load_in_one_second(self, weights: dict[int, int], hostgroup: int) -> None:
+        """Each proxy given LOADs its own weight for the servers of `hostgroup`, all within one
+        second: no peer's epoch is newer than another's, so none pulls the others' rows and the
+        cluster stays split, as ProxySQL 2.7.2 was seen to stay."""
+        for _ in range(5):
+            self.wait_next_second()
+            for index, weight in weights.items():
+                with admin_cursor(self.proxies[index]) as cur:
+                    cur.execute(
+                        "UPDATE mysql_servers SET weight = %s WHERE hostgroup_id = %s",
+                        (weight, hostgroup),
+                    )
+            # from the start of a second, so that every LOAD falls in it
+            wait_until(lambda: time.time() % 1 < 0.2, 2.0, "the start of a second", 0.005)
+            for index in weights:
+                with admin_cursor(self.proxies[index]) as cur:
+                    cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
+            if len({self.epoch(index) for index in weights}) == 1:
+                return
+        raise LabError(f"proxies {sorted(weights)} did not LOAD within one second in 5 tries")
+
+    def epoch(self, index: int) -> int:
+        """runtime_checksums_values' mysql_servers epoch: the second of that proxy's last LOAD."""
         with admin_cursor(self.proxies[index]) as cur:
             cur.execute(
                 "SELECT epoch FROM runtime_checksums_values WHERE name = %s", ("mysql_servers",)
@@ -234,8 +255,7 @@ class ProxyCluster:
             with admin_cursor(self.proxies[p]) as cur:
                 for q in live:
                     self._record_check(cur, (p, q), own, snapshots[q], now)
-            if self.syncing:
-                self._pull(p, own, snapshots)
+            self._pull(p, own, snapshots)
 
     def _record_check(
         self,
@@ -301,4 +321,10 @@ class ProxyCluster:
                 marks = ", ".join(["%s"] * len(rows[0]))
                 cur.executemany(f"INSERT INTO mysql_servers VALUES ({marks})", rows)
             cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
+            pulled = snapshots[source]
+            cur.execute(
+                "LAB STATS UPDATE runtime_checksums_values SET version = %s, epoch = %s "
+                "WHERE name = %s",
+                (pulled.version, pulled.epoch, "mysql_servers"),
+            )
             cur.execute("SAVE MYSQL SERVERS TO DISK")

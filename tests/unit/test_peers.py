@@ -164,6 +164,32 @@ def test_a_proxy_that_just_started_stands_by_until_it_has_checked_its_peers() ->
     assert choose_actor(later, PeerMemory()).alive == (P1, P3)
 
 
+def test_a_restarted_proxy_that_has_not_status_checked_its_peers_stands_by() -> None:
+    """As a real ProxySQL 2.7.2 shows its peers in the first second after a restart: their
+    checksum rows already fresh, their metrics not checked yet (Uptime_s 0, last_check_ms
+    counted from long before the start). Taken for dead peers, that view made the restarted
+    proxy act beside the one that took over while it was down."""
+
+    def not_yet_checked(address: ProxyAddress) -> PeerView:
+        return peer(address, uptime=0, last_check_ms=14_499_739)
+
+    peers = (peer(P1, uptime=0), not_yet_checked(P2), not_yet_checked(P3))
+    restarted = ProxyClusterView(P1, peers, NOW, 0, "0xAA", TIMING)
+    was_acting = PeerMemory({P1: NOW - 600.0, P2: NOW - 600.0}, P1, seen=True)
+
+    leadership = choose_actor(restarted, was_acting)
+
+    assert (leadership.role, leadership.acting) == (Role.STANDBY, None)
+    assert "has not checked 127.0.0.1:6122, 127.0.0.1:6132 yet" in leadership.reason
+    # a second later its first status check of P2 is in, P3's is still to come
+    peers = (peer(P1, uptime=1), peer(P2, uptime=16, last_check_ms=1), not_yet_checked(P3))
+    checked = replace(restarted, own_uptime_s=1, peers=peers)
+    assert choose_actor(checked, was_acting).role is Role.STANDBY
+    # past a window, a peer still never checked is dead, not unknown
+    late = replace(checked, own_uptime_s=WINDOW_S + 1)
+    assert P3 not in choose_actor(late, was_acting).alive
+
+
 def test_proxies_that_all_just_started_let_the_first_act_at_once() -> None:
     peers = (peer(P1, uptime=1), peer(P2, uptime=2), peer(P3, uptime=1))
     roles = {me: choose_actor(view(me, *peers), PeerMemory()).role for me in (P1, P2, P3)}
