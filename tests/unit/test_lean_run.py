@@ -54,6 +54,18 @@ print(" ".join(sorted(sys.modules)))
 """
 
 
+def python_in_checkout(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    """This interpreter run with `args` in a fresh process, from the checkout's root."""
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=check,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+
+
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
     # a port nothing listens on: the pass connects, is refused, and ends with exit code 1
@@ -71,14 +83,7 @@ def test_run_path_leaves_daemon_and_cli_machinery_unimported(
     program = "from checker_core.settings.schema import Checker\n" + PROGRAM.format(
         config=config, package=package
     ).replace("oneshot_checker", f"Checker.{checker}")
-    done = subprocess.run(
-        [sys.executable, "-c", program],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=Path(__file__).resolve().parents[2],
-    )
+    done = python_in_checkout("-c", program)
     code, modules = done.stdout.splitlines()
     assert code == "1", done.stderr  # the admin refused: the pass ran to its connect
     assert "unreachable" in done.stderr
@@ -100,14 +105,7 @@ import pymysql._auth
 print(pymysql._auth._have_cryptography)
 print(driver.enable_rsa(), pymysql._auth._have_cryptography, driver.enable_rsa())
 """
-    done = subprocess.run(
-        [sys.executable, "-c", program],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        cwd=Path(__file__).resolve().parents[2],
-    )
+    done = python_in_checkout("-c", program, check=True)
     assert done.stdout.splitlines() == ["False", "False", "True True True"]
 
 
@@ -163,14 +161,7 @@ def test_bad_input_without_click_reads_as_with_it(
 
 
 def test_the_program_ends_with_the_pass_code_and_its_log_line(config: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "galera_checker", f"--config={config}", "run"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=Path(__file__).resolve().parents[2],
-    )
+    done = python_in_checkout("-m", "galera_checker", f"--config={config}", "run")
     assert done.returncode == 1
     [line] = [json.loads(x) for x in done.stderr.splitlines() if x.startswith("{")]
     assert (line["event"], line["outcome"]) == ("pass", "failed")
@@ -191,14 +182,7 @@ print(" ".join(sorted(sys.modules)))
 
 
 def test_a_pass_on_a_proxy_without_peers_never_loads_the_peer_rule(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", WITHOUT_PEERS, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=Path(__file__).resolve().parents[2],
-    )
+    done = python_in_checkout("-c", WITHOUT_PEERS, str(tmp_path))
     summary, modules = done.stdout.splitlines()
     assert summary == "unchanged alone 1", done.stderr  # it asked its proxy, once
     imported = set(modules.split())
@@ -221,12 +205,5 @@ while "pymysql" not in sys.modules and time.monotonic() < deadline:
     pass
 print(importing.is_alive(), hasattr(driver.load(), "connect"))
 """
-    done = subprocess.run(
-        [sys.executable, "-c", program],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        cwd=Path(__file__).resolve().parents[2],
-    )
+    done = python_in_checkout("-c", program, check=True)
     assert done.stdout.split() == ["True", "True"], "asked while the import was under way"

@@ -10,6 +10,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from checker_core.core.model import ClusterRows, NodeAddress, ServerRow
 from checker_core.core.probes import ProbeResult
 from checker_core.edges.backend import PendingProbes
@@ -90,16 +92,22 @@ def one_pass(runner: PassRunner) -> tuple[Outcome, Mapping[NodeAddress, ProbeRes
 ALL = "probe 3311 3312 3313"
 
 
-def test_the_daemon_probes_its_last_roster_before_reading_the_rows(tmp_path: Path) -> None:
-    daemon, _, events = recording_runner(tmp_path, True, rows_of(steady(N1)))
-
-    assert one_pass(daemon)[0] is Outcome.UNCHANGED
+@pytest.mark.parametrize("persistent", [True, False], ids=["daemon", "scheduler"])
+def test_a_pass_probes_the_last_roster_before_reading_the_rows(
+    tmp_path: Path, persistent: bool
+) -> None:
+    """The daemon's last roster, or the nodes a scheduler pass's state file remembers."""
+    runner, _, events = recording_runner(tmp_path, persistent, rows_of(steady(N1)))
+    assert one_pass(runner)[0] is Outcome.UNCHANGED
     assert events == ["read rows", ALL, "apply 0"], "no roster known yet: read first"
-    events.clear()
-    outcome, probes = one_pass(daemon)
-    assert outcome is Outcome.UNCHANGED
-    assert events == [ALL, "read rows", "apply 0"]
-    assert set(probes) == set(NODES)
+    for _ in range(2):
+        if not persistent:  # each scheduler pass is a new process
+            runner, _, events = recording_runner(tmp_path, persistent, rows_of(steady(N1)))
+        events.clear()
+        outcome, probes = one_pass(runner)
+        assert outcome is Outcome.UNCHANGED
+        assert events == [ALL, "read rows", "apply 0"]
+        assert set(probes) == set(NODES)
 
 
 def test_a_node_new_to_the_roster_is_probed_late_and_one_gone_is_not_judged(
@@ -120,20 +128,6 @@ def test_a_node_new_to_the_roster_is_probed_late_and_one_gone_is_not_judged(
     events.clear()
     one_pass(daemon)
     assert events[:2] == ["probe 3311 3312 3314", "read rows"], "the new roster is remembered"
-
-
-def test_a_scheduler_pass_probes_the_nodes_its_state_file_remembers_before_reading(
-    tmp_path: Path,
-) -> None:
-    first, _, events = recording_runner(tmp_path, False, rows_of(steady(N1)))
-    one_pass(first)
-    assert events == ["read rows", ALL, "apply 0"], "no state file yet: read first"
-    for _ in range(2):  # each scheduler pass is a new process
-        later, _, events = recording_runner(tmp_path, False, rows_of(steady(N1)))
-        outcome, probes = one_pass(later)
-        assert outcome is Outcome.UNCHANGED
-        assert events == [ALL, "read rows", "apply 0"]
-        assert set(probes) == set(NODES)
 
 
 def test_a_scheduler_pass_judges_the_roster_it_read_not_the_one_remembered(
