@@ -122,14 +122,15 @@ def _proxysql_cluster_line(settings: Settings) -> str:
     from checker_core.core.leadership import NotAPeer
     from checker_core.core.peers import PeerMemory, choose_actor
     from checker_core.edges.proxysql import AdminClient, AdminError
-    from checker_core.edges.proxysql_peers import read_cluster_view
+    from checker_core.edges.proxysql_peers import list_peers, read_cluster_view
 
     proxysql = settings.proxysql
     if proxysql.cluster == "off":
         return "off (this checker acts whatever the peers)"
     try:
         with AdminClient.connect(proxysql) as admin:
-            view = read_cluster_view(admin, proxysql.me)
+            listed = list_peers(admin)
+            view = read_cluster_view(admin, proxysql.me, listed) if listed else None
     except AdminError as exc:
         return f"not checked ({exc})"
     if view is None:

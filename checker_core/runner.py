@@ -233,8 +233,6 @@ class PassRunner:
 
         proxysql = self.settings.proxysql
         view = read_cluster_view(admin, proxysql.me, listed)
-        if view is None:
-            return ALONE
         # the rule and its records are loaded only by a proxy that has peers
         from checker_core.core.peers import choose_actor
 

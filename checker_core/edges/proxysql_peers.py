@@ -42,14 +42,9 @@ def list_peers(admin: AdminClient) -> tuple[ProxyAddress, ...]:
 
 
 def read_cluster_view(
-    admin: AdminClient, me: ProxyAddress, listed: tuple[ProxyAddress, ...] | None = None
-) -> ProxyClusterView | None:
-    """None when the proxy has no peers; the view of them otherwise. `listed`: the peers as
-    list_peers just read them (read here when not given)."""
-    if listed is None:
-        listed = list_peers(admin)
-    if not listed:
-        return None
+    admin: AdminClient, me: ProxyAddress, listed: tuple[ProxyAddress, ...]
+) -> ProxyClusterView:
+    """The view of the peers list_peers found (only asked of a proxy that has some)."""
     # the rule's records are built only once the proxy turns out to have peers
     from checker_core.core.peers import PeerView, ProxyClusterView
 
