@@ -5,6 +5,7 @@ Precedence of settings: config file < environment (CHECKER_*) < command line (--
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -18,8 +19,9 @@ from checker_core.exitcodes import Exit
 from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:
+    from checker_core.edges.proxysql import AdminClient
     from checker_core.runner import CheckerKind, PassResult
-    from checker_core.settings.config import Settings
+    from checker_core.settings.config import ClusterSettings, Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,52 +251,86 @@ def adopt_command(
     inv: Invocation, config: Path | None, overrides: tuple[str, ...], force: bool, dry_run: bool
 ) -> None:
     """Build the roster templates from the rows the operator already has in the hostgroups."""
-    from checker_core.core.roster import adopt_templates
-    from checker_core.edges.proxysql import (
-        LOAD_SERVERS,
-        SAVE_SERVERS,
-        AdminClient,
-        AdminError,
-        staging_statements,
-    )
+    from checker_core.edges.lock import cluster_lock
+    from checker_core.edges.memory import StateStore
+    from checker_core.edges.proxysql import AdminClient, AdminError
 
     settings = load_settings(inv.merged(config, overrides))
+    store = StateStore(settings.run.state_dir, inv.checker)
     try:
         with AdminClient.connect(settings.proxysql) as admin:
             for cluster in settings.clusters:
-                hg = cluster.hostgroups
-                rows = admin.read_rows(hg.all)
-                current = rows.live(hg.templates)
-                if current and not force:
-                    click.echo(
-                        f"cluster {cluster.name}: templates {hg.config_writer}/{hg.config_reader} "
-                        f"already hold {len(current)} row(s); --force rebuilds them"
-                    )
+                if dry_run:
+                    _adopt(admin, cluster, force, dry_run=True)
                     continue
-                adopted = adopt_templates(rows.live(hg.managed), hg)
-                if not adopted:
-                    managed = ", ".join(map(str, hg.managed))
-                    fail(
-                        f"cluster {cluster.name}: hostgroups {managed} hold no server to adopt",
-                        Exit.BAD_INPUT,
-                    )
-                statements = (
-                    *staging_statements(hg.templates, rows.staging, adopted),
-                    LOAD_SERVERS,
-                    SAVE_SERVERS,
-                )
-                click.echo(
-                    f"cluster {cluster.name}: roster of {len({r.node for r in adopted})} node(s):"
-                )
-                for row in adopted:
-                    click.echo(f"  {row.describe()} weight {row.weight}")
-                for statement in statements:
-                    if dry_run:
-                        click.echo(f"  {statement.render()}")
-                    else:
-                        admin.execute(statement.sql, statement.params)
+                lock_path = store.lock_path(cluster.name)
+                with contextlib.ExitStack() as stack:
+                    try:
+                        store.ensure_dir()
+                        held = stack.enter_context(cluster_lock(lock_path))
+                    except OSError as exc:
+                        fail(
+                            f"run.state_dir {store.state_dir}: cannot create or write the lock "
+                            f"file ({exc.strerror or exc}); nothing changed",
+                            Exit.BAD_INPUT,
+                        )
+                    if not held:
+                        # the same lock as a pass: never a LOAD beside one
+                        fail(
+                            f"cluster {cluster.name}: a pass holds the lock {lock_path}; "
+                            "nothing changed, try again",
+                            Exit.FAILED,
+                        )
+                    _adopt(admin, cluster, force, dry_run=False)
     except AdminError as exc:
         fail(str(exc), _admin_exit(exc))
+
+
+def _adopt(admin: AdminClient, cluster: ClusterSettings, force: bool, *, dry_run: bool) -> None:
+    """One cluster's adoption: templates written, read back, then loaded and saved."""
+    from checker_core.core.roster import adopt_templates
+    from checker_core.edges.proxysql import LOAD_SERVERS, SAVE_SERVERS, staging_statements
+
+    hg = cluster.hostgroups
+    rows = admin.read_rows(hg.all)
+    live, staged = rows.live(hg.templates), rows.staged(hg.templates)
+    if (live or staged) and not force:
+        held = (
+            f"already hold {len(live)} row(s)"
+            if live
+            else f"hold {len(staged)} row(s) staged in mysql_servers and not loaded (an "
+            "operator's roster: LOAD MYSQL SERVERS TO RUNTIME makes it live)"
+        )
+        click.echo(
+            f"cluster {cluster.name}: templates {hg.config_writer}/{hg.config_reader} {held}; "
+            "--force rebuilds them"
+        )
+        return
+    adopted = adopt_templates(rows.live(hg.managed), hg)
+    if not adopted:
+        managed = ", ".join(map(str, hg.managed))
+        fail(
+            f"cluster {cluster.name}: hostgroups {managed} hold no server to adopt",
+            Exit.BAD_INPUT,
+        )
+    writes = staging_statements(hg.templates, rows.staging, adopted)
+    click.echo(f"cluster {cluster.name}: roster of {len({r.node for r in adopted})} node(s):")
+    for row in adopted:
+        click.echo(f"  {row.describe()} weight {row.weight}")
+    if dry_run:
+        for statement in (*writes, LOAD_SERVERS, SAVE_SERVERS):
+            click.echo(f"  {statement.render()}")
+        return
+    for statement in writes:
+        admin.execute(statement.sql, statement.params)
+    if admin.read_staging(hg.templates) != adopted:
+        fail(
+            f"cluster {cluster.name}: template rows changed under us (another writer?), "
+            "nothing loaded",
+            Exit.FAILED,
+        )
+    for statement in (LOAD_SERVERS, SAVE_SERVERS):
+        admin.execute(statement.sql, statement.params)
 
 
 @click.command("pause")

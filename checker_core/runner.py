@@ -100,6 +100,8 @@ class PassResult:
     applied: ApplyResult | None = None
     warnings: tuple[str, ...] = ()
     leadership: Leadership | None = None
+    # ConnUsed of the servers ProxySQL keeps OFFLINE_HARD in runtime after a LOAD removed them
+    leaving_in_use: Mapping[tuple[int, NodeAddress], int] = field(default_factory=dict)
 
     @property
     def role(self) -> Role | None:
@@ -173,6 +175,14 @@ class PassResult:
             )
         if self.decision.assignment.why_readers:
             notes += f"; {self.decision.assignment.why_readers}"
+        if self.layout is not None and self.layout.leaving:
+            notes += "; leaving ProxySQL once its clients let go: " + ", ".join(
+                f"{r.node} in hostgroup {r.hostgroup_id} "
+                f"({self.leaving_in_use.get((r.hostgroup_id, r.node), 0)} connection(s) in use)"
+                for r in self.layout.leaving
+            )
+        if self.applied is not None and self.applied.saved and not self.applied.loaded:
+            notes += "; SAVE MYSQL SERVERS TO DISK retried and done"
         if self.decision.adopted:
             nodes = len({r.node for r in self.decision.adopted})
             hostgroups = sorted({r.hostgroup_id for r in self.decision.adopted})
@@ -419,8 +429,13 @@ class PassRunner:
                 f"({next(iter(probes.values())).error})",
             )
         layout = view.layout
-        # ConnUsed only matters, and is only read, while a demoted writer drains
-        in_use = admin.connections_in_use(hostgroups.writer) if layout.draining else {}
+        # ConnUsed only matters, and is only read, while a demoted writer drains or ProxySQL
+        # keeps a removed server for the connections its clients still hold
+        watched = {r.hostgroup_id for r in layout.leaving}
+        if layout.draining:
+            watched.add(hostgroups.writer)
+        pool = admin.connections_in_use(watched) if watched else {}
+        in_use = {node: used for (hg, node), used in pool.items() if hg == hostgroups.writer}
         decision = decide(
             self.kind.policy,
             view,
@@ -431,11 +446,19 @@ class PassRunner:
             now=self.clock(),
         )
         warnings = (warning,) if warning else ()
-        extra = {"decision": decision, "layout": layout, "probes": probes, "warnings": warnings}
+        extra = {
+            "decision": decision,
+            "layout": layout,
+            "probes": probes,
+            "warnings": warnings,
+            "leaving_in_use": pool,
+        }
         if decision.blind:
             # no LOAD, no staging repair, no counter saved: the pass saw nothing to act on
             return result(Outcome.BLIND, decision.sight.reason, **extra)
-        statements = plan_statements(decision.plan, rows.staging, self.settings.run.persist)
+        persist = self.settings.run.persist
+        save_owed = persist and self.store.save_owed(cluster.name)
+        statements = plan_statements(decision.plan, rows.staging, persist, save_owed=save_owed)
         leadership = self._leadership(admin, listed, remember=mode is Mode.APPLY)
         extra["leadership"] = leadership
         if leadership.split:
@@ -454,8 +477,11 @@ class PassRunner:
         if paused is not None:
             self.store.save(cluster.name, decision.memory)
             return result(Outcome.PAUSED, f"paused by {paused}", statements=statements, **extra)
-        applied = admin.apply(decision.plan, self.settings.run.persist, rows.staging)
+        applied = admin.apply(decision.plan, persist, rows.staging, save_owed=save_owed)
         self.store.save(cluster.name, decision.memory)
+        if persist and (applied.loaded or save_owed):
+            # disk equal to runtime is part of converged: a failed SAVE is retried next pass
+            self.store.owe_save(cluster.name, not applied.saved)
         outcome = Outcome.CHANGED if applied.loaded else Outcome.UNCHANGED
         if applied.save_error:
             extra["warnings"] = (*warnings, applied.save_error)

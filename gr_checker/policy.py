@@ -151,7 +151,14 @@ def primary_writers(
 ) -> tuple[tuple[NodeAddress, ...], str]:
     """R4/R5 single-primary: the writer is the group's PRIMARY, once it can take writes."""
     writer_hostgroup = layout.hostgroups.writer
-    held = [n for n in layout.writers if (v := verdicts.get(n)) is not None and v.state.keeps_place]
+    # a writer an operator set OFFLINE_HARD in the writer hostgroup is not kept (rule S5)
+    held = [
+        n
+        for n in layout.writers
+        if (v := verdicts.get(n)) is not None
+        and v.state.keeps_place
+        and not layout.blocked(n, writer_hostgroup)
+    ]
     primaries = [
         n
         for n in roster.addresses

@@ -13,7 +13,13 @@ from checker_core.core.model import ClusterRows, NodeAddress, Plan, ServerRow, s
 from checker_core.core.planner import plan
 from checker_core.core.probes import CLEAR, PassSight, ProbeResult, Sight, sight_of
 from checker_core.core.roles import Assignment, RoleRules, assign
-from checker_core.core.roster import LiveLayout, Roster, adopt_templates, build_roster, check_rows
+from checker_core.core.roster import (
+    LiveLayout,
+    Roster,
+    build_roster,
+    check_rows,
+    roster_templates,
+)
 from checker_core.core.verdict import State, Verdict
 from checker_core.settings.config import ClusterSettings
 
@@ -79,9 +85,8 @@ class ClusterView:
 def view_of(rows: ClusterRows, cluster: ClusterSettings) -> ClusterView:
     """Raise BadRows for rows the tool must not act on, before any node is probed."""
     hostgroups = cluster.hostgroups
-    templates = rows.live(hostgroups.templates)
-    adopted = () if templates else adopt_templates(rows.live(hostgroups.managed), hostgroups)
-    roster = build_roster(templates or adopted, hostgroups)
+    templates, adopted = roster_templates(rows, hostgroups)
+    roster = build_roster(templates, hostgroups)
     check_rows(rows, hostgroups, roster)
     return ClusterView(rows, roster, adopted, LiveLayout.of(rows, hostgroups))
 
@@ -160,7 +165,11 @@ def decide(
         raw=raw,
         verdicts=verdicts,
         assignment=assignment,
-        plan=replace(plan(roster, layout, assignment, verdicts), adopted=adopted),
+        plan=replace(
+            plan(roster, layout, assignment, verdicts),
+            adopted=adopted,
+            templates=adopted or sort_rows(view.rows.staged(layout.hostgroups.templates)),
+        ),
         memory=remembered,
         sight=sight,
     )
@@ -195,7 +204,11 @@ def blind_decision(
         raw=raw,
         verdicts=verdicts,
         assignment=kept,
-        plan=Plan(hostgroups=hostgroups, desired=staged),
+        plan=Plan(
+            hostgroups=hostgroups,
+            desired=staged,
+            templates=sort_rows(view.rows.staged(hostgroups.templates)),
+        ),
         memory={n: memory[n] for n in roster.addresses if n in memory},
         sight=sight,
     )

@@ -193,6 +193,9 @@ class Plan:
     desired: tuple[ServerRow, ...]
     changes: tuple[Change, ...] = field(default=())
     adopted: tuple[ServerRow, ...] = field(default=())  # template rows to create (roster adoption)
+    # what the template hostgroups' staging must hold when the LOAD goes out: the rows this pass
+    # read there (or adopted). Anything else was written by someone else during the pass
+    templates: tuple[ServerRow, ...] = field(default=())
 
     @property
     def needs_load(self) -> bool:

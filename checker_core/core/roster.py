@@ -72,8 +72,10 @@ def adopt_templates(
     Writer and backup-writer rows make writer candidates, reader rows make readers, each with
     the highest weight seen for the node there. A node found only in the offline hostgroup is
     both; a node without a reader row reads with its writer weight (every node can read).
+    OFFLINE_HARD rows adopt nothing: they are a server leaving ProxySQL (its runtime leftover
+    while clients hold connections) or one an operator took out.
     """
-    rows = list(managed_rows)
+    rows = [r for r in managed_rows if r.status is not ServerStatus.OFFLINE_HARD]
 
     def heaviest(source: tuple[int, ...]) -> dict[NodeAddress, ServerRow]:
         best: dict[NodeAddress, ServerRow] = {}
@@ -96,26 +98,56 @@ def adopt_templates(
     return sort_rows(templates)
 
 
+def roster_templates(
+    rows: ClusterRows, hostgroups: Hostgroups
+) -> tuple[tuple[ServerRow, ...], tuple[ServerRow, ...]]:
+    """(the template rows the roster is built from, the template rows this pass adopts).
+
+    The live templates when ProxySQL has any. Else the templates staged in mysql_servers and
+    not loaded yet are an operator's roster and are kept as they are, unless every one of them
+    is a row adoption itself would write: then an adoption died half-way and is completed.
+    With neither, the roster is adopted from the managed hostgroups.
+    """
+    live = rows.live(hostgroups.templates)
+    if live:
+        return live, ()
+    adopted = adopt_templates(rows.live(hostgroups.managed), hostgroups)
+    staged = sort_rows(rows.staged(hostgroups.templates))
+    if staged and not set(staged) <= set(adopted):
+        return staged, ()
+    return adopted, adopted
+
+
 @dataclass(frozen=True, slots=True)
 class LiveLayout:
-    """Where each node is live now, read from runtime_mysql_servers of the managed hostgroups."""
+    """Where each node is live now, read from runtime_mysql_servers of the managed hostgroups.
+
+    Runtime is ProxySQL's state, mysql_servers is intent: a status only runtime shows (a shun, a
+    removed server kept while clients hold connections to it) is never an operator's wish.
+    """
 
     hostgroups: Hostgroups
     rows: tuple[ServerRow, ...]
-    # rows an operator set OFFLINE_HARD: they stay exactly as they are (rule S5). ProxySQL drops
-    # OFFLINE_HARD servers from runtime_mysql_servers once idle, so they are read from
-    # mysql_servers too (the tool itself never writes OFFLINE_HARD)
+    # rows an operator set OFFLINE_HARD in mysql_servers: they stay exactly as they are (rule
+    # S5). The tool itself never writes OFFLINE_HARD, so a staged one is an operator's
     operator_rows: tuple[ServerRow, ...] = ()
+    # OFFLINE_HARD in runtime with no such row staged: a server a LOAD removed that ProxySQL
+    # keeps until its clients let go of their connections. Not routed, not staged, not a
+    # reason to refuse a pass; the pass line reports it
+    leaving: tuple[ServerRow, ...] = ()
 
     @classmethod
     def of(cls, rows: ClusterRows, hostgroups: Hostgroups) -> LiveLayout:
         managed = hostgroups.managed
-        hard = {
-            r.key: r
-            for r in (*rows.live(managed), *rows.staged(managed))
-            if r.status is ServerStatus.OFFLINE_HARD
-        }
-        return cls(hostgroups, rows.live(managed), sort_rows(hard.values()))
+        hard = sort_rows(r for r in rows.staged(managed) if r.status is ServerStatus.OFFLINE_HARD)
+        operator = {r.key for r in hard}
+        live, leaving = [], []
+        for row in rows.live(managed):
+            if row.status is not ServerStatus.OFFLINE_HARD:
+                live.append(row)
+            elif row.key not in operator:
+                leaving.append(row)
+        return cls(hostgroups, tuple(live), hard, tuple(leaving))
 
     def _nodes(self, hostgroup: int, statuses: Iterable[ServerStatus]) -> tuple[NodeAddress, ...]:
         wanted = set(statuses)
@@ -157,14 +189,33 @@ class LiveLayout:
 
 
 def check_rows(rows: ClusterRows, hostgroups: Hostgroups, roster: Roster) -> None:
-    """Refuse to act on rows of the managed hostgroups that belong to no roster node."""
+    """Refuse to act on rows of the managed hostgroups that belong to no roster node.
+
+    OFFLINE_HARD rows are exempt: an operator's are kept as they are, and a runtime-only one is
+    a server on its way out of ProxySQL (a decommissioned node clients still hold).
+    """
     known = set(roster.addresses)
     problems = [
         f"row ({r.hostgroup_id}, {r.hostname}, {r.port}) in runtime_mysql_servers: "
         f"{r.node} is not in the roster (hostgroups {hostgroups.config_writer}/"
         f"{hostgroups.config_reader}); add it there or remove the row"
         for r in rows.live(hostgroups.managed)
-        if r.node not in known
+        if r.node not in known and r.status is not ServerStatus.OFFLINE_HARD
     ]
     if problems:
         raise BadRows(problems)
+
+
+def live_intent(rows: ClusterRows, hostgroups: Hostgroups) -> tuple[ServerRow, ...]:
+    """The staging rows that say what is live now, as intent: the live rows with ProxySQL's
+    own states taken out (SHUNNED is an ONLINE row, a runtime-only OFFLINE_HARD row is a server
+    already removed) and the operator's OFFLINE_HARD rows as staged. What a failed apply puts
+    back into mysql_servers, so nobody's LOAD makes a half-write live."""
+    layout = LiveLayout.of(rows, hostgroups)
+    intent: dict[tuple[int, str, int], ServerRow] = {}
+    for row in layout.rows:
+        online = row.status is ServerStatus.SHUNNED
+        intent[row.key] = row.moved(row.hostgroup_id, ServerStatus.ONLINE) if online else row
+    for row in layout.operator_rows:
+        intent[row.key] = row
+    return sort_rows(intent.values())

@@ -54,7 +54,14 @@ def writers_by_weight(
 
     # a writer whose bad probe is still tolerated (retry_down), or whose silence the pass does
     # not count, keeps the role
-    held = [n for n in layout.writers if n in verdicts and verdicts[n].state.keeps_place]
+    # not counted either when an operator set it OFFLINE_HARD in the writer hostgroup (S5)
+    held = [
+        n
+        for n in layout.writers
+        if n in verdicts
+        and verdicts[n].state.keeps_place
+        and not layout.blocked(n, writer_hostgroup)
+    ]
     current = sorted((n for n in layout.writers if candidate(n, serving)), key=rank)
     others = sorted(
         (n for n in roster.addresses if n not in layout.writers and candidate(n, serving)), key=rank

@@ -124,6 +124,24 @@ class StateStore:
         _atomic_write(path, json.dumps(payload, indent=1, sort_keys=True))
         self._known[path] = (_file_id(path), value)
 
+    # ------------------------------------------------------------ a SAVE that failed
+
+    def save_owed_path(self, cluster: str) -> Path:
+        return self._path(cluster, "save-owed")
+
+    def save_owed(self, cluster: str) -> bool:
+        """A LOAD went live but its SAVE ... TO DISK failed: disk is behind runtime, and a
+        ProxySQL restart would bring the old rows back until a SAVE succeeds."""
+        return self.save_owed_path(cluster).exists()
+
+    def owe_save(self, cluster: str, owed: bool) -> None:
+        path = self.save_owed_path(cluster)
+        if owed:
+            self.ensure_dir()
+            _atomic_write(path, "SAVE MYSQL SERVERS TO DISK failed after a LOAD\n")
+        else:
+            path.unlink(missing_ok=True)
+
     # ------------------------------------------------------------ pause switch
 
     def paused(self, cluster: str) -> Path | None:

@@ -20,6 +20,7 @@ from checker_core.core.model import (
     NodeAddress,
     Plan,
     ServerRow,
+    ServerStatus,
     sort_rows,
 )
 
@@ -181,79 +182,104 @@ class AdminClient:
         rows = self.execute(_select("mysql_servers", len(wanted)), wanted)
         return sort_rows(ServerRow.from_admin(values) for values in rows)
 
-    def connections_in_use(self, hostgroup: int) -> dict[NodeAddress, int]:
-        """ConnUsed per server of one hostgroup (how far a drain has got)."""
-        rows = self.execute(
-            "SELECT srv_host, srv_port, ConnUsed FROM stats_mysql_connection_pool "
-            "WHERE hostgroup = %s",
-            (hostgroup,),
-        )
-        return {NodeAddress(str(host), int(port)): int(used) for host, port, used in rows}
+    def connections_in_use(self, hostgroups: Iterable[int]) -> dict[tuple[int, NodeAddress], int]:
+        """ConnUsed per (hostgroup, server): how far a drain has got, and what holds a removed
+        server in ProxySQL's runtime."""
+        wanted = sorted(set(hostgroups))
+        if not wanted:
+            return {}
+        marks = ", ".join(["%s"] * len(wanted))
+        columns = "hostgroup, srv_host, srv_port, ConnUsed"
+        sql = f"SELECT {columns} FROM stats_mysql_connection_pool WHERE hostgroup IN ({marks})"  # noqa: S608
+        rows = self.execute(sql, wanted)
+        return {
+            (int(hostgroup), NodeAddress(str(host), int(port))): int(used)
+            for hostgroup, host, port, used in rows
+        }
 
     # ------------------------------------------------------------ writes
 
-    def stage(self, hostgroups: Sequence[int], desired: Sequence[ServerRow]) -> int:
+    def stage(
+        self, hostgroups: Sequence[int], desired: Sequence[ServerRow], writer: int | None = None
+    ) -> int:
         """Make mysql_servers hold exactly `desired` in `hostgroups`; return statements issued.
 
         Only the differences are written, so a staging area that already matches costs one
         read and no write.
         """
-        statements = staging_statements(hostgroups, self.read_staging(hostgroups), desired)
+        current = self.read_staging(hostgroups)
+        statements = staging_statements(hostgroups, current, desired, writer=writer)
         for statement in statements:
             self.execute(statement.sql, statement.params)
         return len(statements)
 
     def apply(
-        self, plan: Plan, persist: bool, staging_seen: Sequence[ServerRow] | None = None
+        self,
+        plan: Plan,
+        persist: bool,
+        staging_seen: Sequence[ServerRow] | None = None,
+        *,
+        save_owed: bool = False,
     ) -> ApplyResult:
         """Stage the plan's rows, verify them, then LOAD (and SAVE) only when live rows change.
 
         A staging area left half-written by a pass that died is rewritten here even when the
-        plan is empty; it is never loaded unless this call finished writing it. `staging_seen`:
-        the staging rows this pass read; when they already match and nothing is to be loaded,
-        there is nothing to write or verify (the steady state costs no round trip here).
+        plan is empty; it is never loaded unless this call finished writing it, nor when the
+        template hostgroups (which the LOAD carries too) are not as this pass read them.
+        `staging_seen`: the staging rows this pass read; when they already match and nothing is
+        to be loaded, there is nothing to write or verify (the steady state costs no round trip
+        here). `save_owed`: an earlier SAVE failed, so disk is behind runtime: SAVE again.
         """
         hostgroups = list(plan.hostgroups.managed)
         if staging_seen is not None and not plan.needs_load:
             seen = sort_rows(r for r in staging_seen if r.hostgroup_id in hostgroups)
             if seen == sort_rows(plan.desired):
-                return ApplyResult(staged=0, loaded=False, saved=False)
+                return self._save(persist and save_owed, staged=0, loaded=False)
+        checked = hostgroups + list(plan.hostgroups.templates)
         try:
-            staged = self.stage(hostgroups, plan.desired)
+            staged = self.stage(hostgroups, plan.desired, writer=plan.hostgroups.writer)
             if plan.adopted:
                 staged += self.stage(plan.hostgroups.templates, plan.adopted)
-            readback = self.read_staging(hostgroups)
+            readback = self.read_staging(checked)
         except (AdminQueryFailed, BadRow) as exc:
-            self._restore_staging(hostgroups)
+            self._restore_staging(plan)
             raise ApplyFailed(f"staging failed, nothing loaded: {exc}") from None
-        if readback != sort_rows(plan.desired):
+        if readback != sort_rows((*plan.desired, *plan.templates)):
             raise ApplyFailed(
                 f"{self.where}: staging rows changed under us (another writer?), nothing loaded"
             )
         if not plan.needs_load:
-            return ApplyResult(staged=staged, loaded=False, saved=False)
+            return self._save(persist and save_owed, staged=staged, loaded=False)
         try:
             self.execute(LOAD_SERVERS.sql)
         except AdminQueryFailed as exc:
             raise ApplyFailed(f"LOAD MYSQL SERVERS TO RUNTIME failed: {exc}") from None
-        if not persist:
-            return ApplyResult(staged=staged, loaded=True, saved=False)
+        return self._save(persist, staged=staged, loaded=True)
+
+    def _save(self, wanted: bool, *, staged: int, loaded: bool) -> ApplyResult:
+        if not wanted:
+            return ApplyResult(staged=staged, loaded=loaded, saved=False)
         try:
             self.execute(SAVE_SERVERS.sql)
         except AdminQueryFailed as exc:
             # not a failed apply: the rows are live, and saying otherwise would mislead
-            failure = f"loaded, but SAVE MYSQL SERVERS TO DISK failed: {exc}"
-            return ApplyResult(staged=staged, loaded=True, saved=False, save_error=failure)
-        return ApplyResult(staged=staged, loaded=True, saved=True)
+            done = "loaded" if loaded else "live"
+            failure = f"{done}, but SAVE MYSQL SERVERS TO DISK failed: {exc}"
+            return ApplyResult(staged=staged, loaded=loaded, saved=False, save_error=failure)
+        return ApplyResult(staged=staged, loaded=loaded, saved=True)
 
-    def _restore_staging(self, hostgroups: Sequence[int]) -> None:
-        """Best effort: put the live rows back into staging so nobody LOADs our half-write.
+    def _restore_staging(self, plan: Plan) -> None:
+        """Best effort: put what is live back into staging, as intent (never a status only
+        ProxySQL set), so nobody LOADs our half-write.
 
         If this fails too, the next pass still repairs the staging area before any LOAD.
         """
+        from checker_core.core.roster import live_intent
+
+        hostgroups = plan.hostgroups
         with contextlib.suppress(AdminError, BadRow):
-            live = self.read_rows(hostgroups).runtime
-            self.stage(hostgroups, live)
+            rows = self.read_rows(hostgroups.managed)
+            self.stage(hostgroups.managed, live_intent(rows, hostgroups), writer=hostgroups.writer)
 
 
 def _reason(exc: BaseException) -> str:
@@ -300,9 +326,18 @@ _REPLACE = f"REPLACE INTO mysql_servers ({_COLUMN_LIST}) VALUES ({_PLACEHOLDERS}
 
 
 def staging_statements(
-    hostgroups: Sequence[int], staging: Sequence[ServerRow], desired: Sequence[ServerRow]
+    hostgroups: Sequence[int],
+    staging: Sequence[ServerRow],
+    desired: Sequence[ServerRow],
+    *,
+    writer: int | None = None,
 ) -> tuple[Statement, ...]:
-    """What turns the staging rows of `hostgroups` into exactly `desired` (pure)."""
+    """What turns the staging rows of `hostgroups` into exactly `desired` (pure).
+
+    Removals and demotions come before additions, and ONLINE rows of the `writer` hostgroup
+    last of all: anyone's LOAD between two of these statements (an operator, another tool, a
+    ProxySQL Cluster pull) finds no more ONLINE writers staged than before or after them.
+    """
     managed = set(hostgroups)
     for row in desired:
         if row.hostgroup_id not in managed:
@@ -310,21 +345,31 @@ def staging_statements(
     current = {row.key: row for row in staging if row.hostgroup_id in managed}
     wanted = {row.key: row for row in desired}
     deletes = [Statement(_DELETE, key) for key in sorted(current.keys() - wanted.keys())]
-    replaces = [
-        Statement(_REPLACE, wanted[key].values())
-        for key in sorted(wanted)
-        if current.get(key) != wanted[key]
-    ]
-    return tuple(deletes + replaces)
+
+    def phase(row: ServerRow) -> int:
+        if row.status is not ServerStatus.ONLINE:
+            return 0
+        return 2 if row.hostgroup_id == writer else 1
+
+    changed = sorted(
+        (row for key, row in wanted.items() if current.get(key) != row),
+        key=lambda row: (phase(row), row.key),
+    )
+    return tuple(deletes + [Statement(_REPLACE, row.values()) for row in changed])
 
 
 def plan_statements(
-    plan: Plan, staging: Sequence[ServerRow], persist: bool
+    plan: Plan, staging: Sequence[ServerRow], persist: bool, *, save_owed: bool = False
 ) -> tuple[Statement, ...]:
     """Every statement apply() issues for this plan, in order (what dry-run prints)."""
-    statements = staging_statements(plan.hostgroups.managed, staging, plan.desired)
+    hostgroups = plan.hostgroups
+    statements = staging_statements(
+        hostgroups.managed, staging, plan.desired, writer=hostgroups.writer
+    )
     if plan.adopted:
-        statements += staging_statements(plan.hostgroups.templates, staging, plan.adopted)
+        statements += staging_statements(hostgroups.templates, staging, plan.adopted)
     if plan.needs_load:
         statements += (LOAD_SERVERS, SAVE_SERVERS) if persist else (LOAD_SERVERS,)
+    elif persist and save_owed:
+        statements += (SAVE_SERVERS,)
     return statements

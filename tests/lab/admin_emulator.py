@@ -10,6 +10,8 @@ SELECT @@..., SHOW ...). The behaviour mirrors the observed ProxySQL 2.7.2 admin
 transactions, errors as 1045 "ProxySQL Admin Error: <SQLite message>", every value a string.
 
 What it does not do: monitor backends, route traffic, run scheduler jobs, validate variables.
+Connections clients hold are played by lab statements (LAB HOLD / LAB RELEASE): they show as
+ConnUsed, and keep a server a LOAD removed in runtime as OFFLINE_HARD until released.
 The password is read from a file (never argv) so it does not show in `ps`.
 """
 
@@ -190,6 +192,14 @@ _SHOW_MYSQL_SERVERS = re.compile(r"^SHOW\s+MYSQL\s+SERVERS$", re.IGNORECASE)
 _LAB_SHUN = re.compile(
     r"^LAB\s+(SHUN|UNSHUN)\s+SERVER\s+(\d+)\s+'([^'\s]+)'\s+(\d+)$", re.IGNORECASE
 )
+# lab-only: clients holding N backend connections to a server of a hostgroup (a real ProxySQL
+# gets them from clients in a transaction through its MySQL port, see ProxySQLLab.hold)
+_LAB_HOLD = re.compile(
+    r"^LAB\s+HOLD\s+(\d+)\s+CONNECTIONS\s+(\d+)\s+'([^'\s]+)'\s+(\d+)$", re.IGNORECASE
+)
+_LAB_RELEASE = re.compile(
+    r"^LAB\s+RELEASE\s+CONNECTIONS(?:\s+(\d+)\s+'([^'\s]+)'\s+(\d+))?$", re.IGNORECASE
+)
 # lab-only: the test harness plays ProxySQL's cluster checks by writing the stats tables a real
 # ProxySQL fills itself (stats_proxysql_servers_checksums, stats_proxysql_servers_metrics)
 _LAB_STATS = re.compile(r"^LAB\s+STATS\s+(.+)$", re.IGNORECASE | re.DOTALL)
@@ -282,6 +292,8 @@ class AdminStore:
         )
         # servers "the monitor" shunned: runtime only, kept across LOADs of the same ONLINE row
         self._shunned: set[tuple[int, str, int]] = set()
+        # backend connections clients hold, per (hostgroup, host, port): ConnUsed
+        self._held: dict[tuple[int, str, int], int] = {}
         now = int(time.time())
         for module in MODULES:
             self._copy(module, Direction.MEMORY_TO_RUNTIME)
@@ -372,15 +384,17 @@ class AdminStore:
         select = ", ".join(columns)
         order = ""
         where = ""
+        leaving: dict[tuple[int, str, int], tuple[object, ...]] = {}
         if table == "mysql_servers":
             order = " ORDER BY hostgroup_id, hostname, port"
             if target_layer == "runtime":
                 # runtime reports the status enum ProxySQL parsed, always upper case
                 select = ", ".join("UPPER(status)" if c == "status" else c for c in columns)
                 # ProxySQL purges OFFLINE_HARD servers that hold no connection before it dumps
-                # runtime_mysql_servers (MySQL_HostGroups_Manager::dump_table_mysql); the
-                # emulator never holds connections, so they never show at runtime
+                # runtime_mysql_servers (MySQL_HostGroups_Manager::dump_table_mysql); held
+                # ones are put back below
                 where = " WHERE UPPER(status) <> 'OFFLINE_HARD'"
+                leaving = self._held_rows(columns)
         if table == "scheduler" and target_layer == "runtime":
             select = ", ".join(_SCHEDULER_RUNTIME_EXPRESSIONS.get(c, c) for c in columns)
         self._db.execute(f"DELETE FROM {target}")
@@ -389,7 +403,63 @@ class AdminStore:
             f"SELECT {select} FROM {source}{where}{order}"
         )
         if table == "mysql_servers" and target_layer == "runtime":
+            self._keep_held(columns, leaving)
             self._apply_shuns()
+
+    def _held_rows(self, columns: Sequence[str]) -> dict[tuple[int, str, int], tuple[object, ...]]:
+        """Runtime rows of the servers clients hold connections to, before a LOAD."""
+        held: dict[tuple[int, str, int], tuple[object, ...]] = {}
+        for row in self._rows(f"SELECT {', '.join(columns)} FROM main.runtime_mysql_servers"):
+            key = (int(str(row[0])), str(row[1]), int(str(row[2])))
+            if self._held.get(key, 0) > 0:
+                held[key] = row
+        return held
+
+    def _keep_held(
+        self, columns: Sequence[str], before: dict[tuple[int, str, int], tuple[object, ...]]
+    ) -> None:
+        """As ProxySQL 2.7 does: a server a LOAD removed (or set OFFLINE_HARD) while clients
+        hold connections to it stays in runtime as OFFLINE_HARD until they let go."""
+        status_at = columns.index("status")
+        for key, row in sorted(before.items()):
+            if self._rows(
+                "SELECT 1 FROM main.runtime_mysql_servers "
+                "WHERE hostgroup_id = ? AND hostname = ? AND port = ?",
+                key,
+            ):
+                continue
+            staged = self._rows(
+                f"SELECT {', '.join(columns)} FROM main.mysql_servers "
+                "WHERE hostgroup_id = ? AND hostname = ? AND port = ?",
+                key,
+            )
+            kept = list(staged[0] if staged else row)
+            kept[status_at] = "OFFLINE_HARD"
+            marks = ", ".join("?" * len(columns))
+            self._db.execute(
+                f"INSERT INTO main.runtime_mysql_servers ({', '.join(columns)}) VALUES ({marks})",
+                kept,
+            )
+
+    def _lab_hold(self, count: int, key: tuple[int, str, int]) -> None:
+        if not self._rows(
+            "SELECT 1 FROM main.runtime_mysql_servers WHERE hostgroup_id = ? AND hostname = ? "
+            "AND port = ? AND status = 'ONLINE'",
+            key,
+        ):
+            raise AdminError(f"no ONLINE server {key[1]}:{key[2]} in hostgroup {key[0]}")
+        self._held[key] = self._held.get(key, 0) + count
+
+    def _lab_release(self, key: tuple[int, str, int] | None) -> None:
+        """Clients let go: a server kept only for them leaves runtime."""
+        released = sorted(self._held) if key is None else [key]
+        for each in released:
+            self._held.pop(each, None)
+            self._db.execute(
+                "DELETE FROM main.runtime_mysql_servers WHERE hostgroup_id = ? AND hostname = ? "
+                "AND port = ? AND status = 'OFFLINE_HARD'",
+                each,
+            )
 
     def _apply_shuns(self) -> None:
         """A LOAD does not lift a shun (the server is the same to ProxySQL); a server that left
@@ -489,6 +559,17 @@ class AdminStore:
         stats = _LAB_STATS.match(sql.strip().rstrip(";"))
         if stats is not None:
             return self._sqlite(stats.group(1))
+        hold = _LAB_HOLD.match(text)
+        if hold is not None:
+            count, hostgroup, host, port = hold.groups()
+            self._lab_hold(int(count), (int(hostgroup), host, int(port)))
+            return None
+        release = _LAB_RELEASE.match(text)
+        if release is not None:
+            hostgroup, host, port = release.groups()
+            key = None if hostgroup is None else (int(hostgroup), host, int(port))
+            self._lab_release(key)
+            return None
         shun = _LAB_SHUN.match(text)
         if shun is not None:
             verb, hostgroup, host, port = shun.groups()
@@ -563,13 +644,18 @@ class AdminStore:
 
     def _refresh_stats(self) -> None:
         """Rebuild stats_mysql_connection_pool from runtime, as ProxySQL does when a query names
-        it; the emulator has no connections, so every counter is 0."""
+        it; ConnUsed (and MaxConnUsed) are the connections the lab's clients hold."""
         self._db.execute("DELETE FROM stats.stats_mysql_connection_pool")
-        self._db.execute(
-            "INSERT INTO stats.stats_mysql_connection_pool "
-            "SELECT hostgroup_id, hostname, port, status, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 "
-            "FROM main.runtime_mysql_servers ORDER BY hostgroup_id, hostname, port"
-        )
+        for hostgroup, host, port, status in self._rows(
+            "SELECT hostgroup_id, hostname, port, status FROM main.runtime_mysql_servers "
+            "ORDER BY hostgroup_id, hostname, port"
+        ):
+            used = self._held.get((int(str(hostgroup)), str(host), int(str(port))), 0)
+            self._db.execute(
+                "INSERT INTO stats.stats_mysql_connection_pool "
+                "VALUES (?, ?, ?, ?, ?, 0, ?, 0, ?, 0, 0, 0, 0, 0)",
+                (hostgroup, host, port, status, used, used, used),
+            )
 
     def _sqlite(self, sql: str) -> ResultSet | None:
         statement = sql.strip()

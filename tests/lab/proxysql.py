@@ -19,7 +19,7 @@ import shutil
 import socket
 import sys
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -27,7 +27,14 @@ import pymysql
 import pymysql.cursors
 
 from tests.lab import process
-from tests.lab.accounts import ADMIN_PASSWORD, ADMIN_USER, MONITOR_PASSWORD, MONITOR_USER
+from tests.lab.accounts import (
+    ADMIN_PASSWORD,
+    ADMIN_USER,
+    APP_PASSWORD,
+    APP_USER,
+    MONITOR_PASSWORD,
+    MONITOR_USER,
+)
 from tests.lab.paths import LOOPBACK, lab_dir
 
 KIND_REAL = "real"
@@ -51,6 +58,7 @@ if TYPE_CHECKING:
 # real ProxySQL act on its own (native Galera/GR monitoring, cluster peers, scheduler jobs).
 RESET_TABLES = (
     "mysql_servers",
+    "mysql_users",
     "scheduler",
     "mysql_galera_hostgroups",
     "mysql_group_replication_hostgroups",
@@ -58,6 +66,7 @@ RESET_TABLES = (
 )
 RESET_COMMANDS = (
     "LOAD MYSQL SERVERS TO RUNTIME",
+    "LOAD MYSQL USERS TO RUNTIME",
     "LOAD SCHEDULER TO RUNTIME",
     "LOAD PROXYSQL SERVERS TO RUNTIME",
     "SAVE MYSQL SERVERS TO DISK",
@@ -499,14 +508,98 @@ class ProxySQLLab:
         with admin_cursor(self) as cur:
             cur.execute("LAB UNSHUN SERVER %s %s %s", (hostgroup, host, port))
 
+    @contextlib.contextmanager
+    def hold(self, hostgroup: int, host: str, port: int, count: int = 1) -> Iterator[Held]:
+        """Clients holding `count` backend connections to host:port in `hostgroup`, each inside
+        an open transaction, as a pooled application does, until `release` or the block's end.
+
+        A real ProxySQL gets them from clients of its MySQL port (the lab's application account,
+        its default hostgroup set to `hostgroup`, which must route to host:port alone); the
+        emulator, which routes nothing, takes a lab-only statement.
+        """
+        held = Held(self, (hostgroup, host, port))
+        try:
+            if self.is_real:
+                held.clients = self._real_clients(hostgroup, port, count)
+            else:
+                with admin_cursor(self) as cur:
+                    cur.execute("LAB HOLD %s CONNECTIONS %s %s %s", (count, hostgroup, host, port))
+            yield held
+        finally:
+            held.release()
+
+    def _real_clients(self, hostgroup: int, port: int, count: int) -> list[AdminConnection]:
+        with admin_cursor(self) as cur:
+            cur.execute("DELETE FROM mysql_users WHERE username = %s", (APP_USER,))
+            cur.execute(
+                "INSERT INTO mysql_users (username, password, default_hostgroup, "
+                "transaction_persistent) VALUES (%s, %s, %s, 1)",
+                (APP_USER, APP_PASSWORD, hostgroup),
+            )
+            cur.execute("LOAD MYSQL USERS TO RUNTIME")
+        clients: list[AdminConnection] = []
+        mysql_port = self.mysql_port
+        if mysql_port is None:
+            raise process.LabError("this ProxySQL has no MySQL interface")
+        try:
+            for _ in range(count):
+                client = pymysql.connect(
+                    host=LOOPBACK,
+                    port=mysql_port,
+                    user=APP_USER,
+                    password=APP_PASSWORD,
+                    connect_timeout=5,
+                    read_timeout=30,
+                )
+                clients.append(client)
+                with client.cursor() as cur:
+                    cur.execute("START TRANSACTION")
+                    cur.execute("SELECT @@port")
+                    row = cur.fetchone()
+                if row is None or int(row[0]) != port:
+                    raise process.LabError(f"hostgroup {hostgroup} routed to {row}, not {port}")
+        except BaseException:
+            for client in clients:
+                with contextlib.suppress(Exception):
+                    client.close()
+            raise
+        return clients
+
     def reset(self) -> None:
         """Known empty state through SQL only (so it works on a real ProxySQL too): no servers, no
         scheduler jobs, no Galera/GR hostgroups, no cluster peers, in main, runtime and disk."""
+        if not self.is_real:
+            with admin_cursor(self) as cur:
+                cur.execute("LAB RELEASE CONNECTIONS")
         with admin_cursor(self) as cur:
             for table in RESET_TABLES:
                 cur.execute(f"DELETE FROM {table}")
             for command in RESET_COMMANDS:
                 cur.execute(command)
+
+
+@dataclass
+class Held:
+    """Connections the lab's clients hold to one server of a hostgroup (ProxySQLLab.hold)."""
+
+    lab: ProxySQLLab
+    key: tuple[int, str, int]
+    clients: list[AdminConnection] = field(default_factory=list)
+    released: bool = False
+
+    def release(self) -> None:
+        """The clients end their transactions and disconnect."""
+        if self.released:
+            return
+        self.released = True
+        for client in self.clients:
+            with contextlib.suppress(Exception):
+                client.rollback()
+            with contextlib.suppress(Exception):
+                client.close()
+        if not self.clients:
+            with admin_cursor(self.lab) as cur:
+                cur.execute("LAB RELEASE CONNECTIONS %s %s %s", self.key)
 
 
 @contextlib.contextmanager

@@ -34,14 +34,16 @@ class RecordingAdmin:
         self.events.append("read rows")
         return self.rows
 
-    def connections_in_use(self, hostgroup: int) -> dict[NodeAddress, int]:
+    def connections_in_use(self, hostgroups: Iterable[int]) -> dict[tuple[int, NodeAddress], int]:
         return {}
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         self.events.append("admin query")
         return []  # a proxy without ProxySQL Cluster peers
 
-    def apply(self, plan: Any, persist: bool, staging: Sequence[ServerRow]) -> ApplyResult:
+    def apply(
+        self, plan: Any, persist: bool, staging: Sequence[ServerRow], *, save_owed: bool = False
+    ) -> ApplyResult:
         changed = len(plan.changes)
         self.events.append(f"apply {changed}")
         return ApplyResult(staged=changed, loaded=plan.needs_load, saved=False)
