@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from checker_core.core.decide import Decision, Policy, decide, view_of
 from checker_core.core.leadership import ALONE, Leadership, NotAPeer, ProxyAddress, Role
-from checker_core.core.model import BadRow, NodeAddress
+from checker_core.core.model import BadRow, ClusterRows, NodeAddress
 from checker_core.core.probes import ProbeResult
 from checker_core.core.roster import BadRows, LiveLayout
 from checker_core.edges.backend import PendingProbes, ProbeFn, Prober
@@ -483,9 +483,28 @@ class PassRunner:
             # disk equal to runtime is part of converged: a failed SAVE is retried next pass
             self.store.owe_save(cluster.name, not applied.saved)
         outcome = Outcome.CHANGED if applied.loaded else Outcome.UNCHANGED
-        if applied.save_error:
-            extra["warnings"] = (*warnings, applied.save_error)
+        roster_edits = _pending_templates(decision, rows) if applied.loaded else None
+        said = extra["warnings"]
+        assert isinstance(said, tuple)
+        extra["warnings"] = (*said, *filter(None, (roster_edits, applied.save_error)))
         return result(outcome, outcome.label, statements=statements, applied=applied, **extra)
+
+
+def _pending_templates(decision: Decision, rows: ClusterRows) -> str | None:
+    """What a LOAD of ours made live besides our changes: template rows someone staged and had
+    not loaded (ProxySQL loads mysql_servers whole)."""
+    hostgroups = decision.plan.hostgroups.templates
+    live, staged = set(rows.live(hostgroups)), set(decision.plan.templates)
+    if decision.adopted or live == staged:
+        return None
+    added = sorted(staged - live, key=lambda r: r.key)
+    gone = sorted(live - staged, key=lambda r: r.key)
+    parts = [f"{r.node} in hostgroup {r.hostgroup_id} weight {r.weight}" for r in added]
+    parts += [f"{r.node} out of hostgroup {r.hostgroup_id}" for r in gone]
+    return (
+        "this LOAD also made live the roster edits staged in mysql_servers and not loaded "
+        f"before: {'; '.join(parts)}"
+    )
 
 
 def exit_code(results: list[PassResult]) -> Exit:

@@ -71,7 +71,12 @@ def test_apply_goes_live_in_one_load_and_leaves_other_rows(client: AdminClient) 
     assert before is not None
     writer = ServerRow(100, "127.0.0.1", 3311, weight=1000)
     reader = ServerRow(101, "127.0.0.1", 3312)
-    plan = Plan(HG, desired=(writer, reader), changes=(change(writer), change(reader)))
+    plan = Plan(
+        HG,
+        templates=(TEMPLATE,),
+        desired=(writer, reader),
+        changes=(change(writer), change(reader)),
+    )
     result = client.apply(plan, persist=True)
     assert result.loaded and result.saved and result.staged == 2
     after = read_checksum(client)
@@ -89,18 +94,20 @@ def test_apply_goes_live_in_one_load_and_leaves_other_rows(client: AdminClient) 
 
 def test_empty_plan_loads_nothing(client: AdminClient) -> None:
     before = read_checksum(client)
-    result = client.apply(Plan(HG, desired=()), persist=True)
+    result = client.apply(Plan(HG, templates=(TEMPLATE,), desired=()), persist=True)
     assert (result.loaded, result.staged) == (False, 0)
     assert read_checksum(client) == before
 
 
 def test_half_written_staging_is_repaired_without_load(client: AdminClient) -> None:
     writer = ServerRow(100, "127.0.0.1", 3311)
-    client.apply(Plan(HG, desired=(writer,), changes=(change(writer),)), persist=False)
+    client.apply(
+        Plan(HG, templates=(TEMPLATE,), desired=(writer,), changes=(change(writer),)), persist=False
+    )
     # a pass that died after writing part of its rows
     insert(client, ServerRow(101, "127.0.0.1", 3313, status=ServerStatus.OFFLINE_SOFT))
     before = read_checksum(client)
-    result = client.apply(Plan(HG, desired=(writer,)), persist=False)
+    result = client.apply(Plan(HG, templates=(TEMPLATE,), desired=(writer,)), persist=False)
     assert (result.loaded, result.staged) == (False, 1)
     assert client.read_rows(HG.all).staging == (writer, TEMPLATE)
     assert read_checksum(client) == before
@@ -108,10 +115,12 @@ def test_half_written_staging_is_repaired_without_load(client: AdminClient) -> N
 
 def test_failed_apply_leaves_live_rows_and_staging_as_they_were(client: AdminClient) -> None:
     good = ServerRow(100, "127.0.0.1", 3311)
-    client.apply(Plan(HG, desired=(good,), changes=(change(good),)), persist=False)
+    client.apply(
+        Plan(HG, templates=(TEMPLATE,), desired=(good,), changes=(change(good),)), persist=False
+    )
     before = client.read_rows(HG.all).staging
     too_heavy = ServerRow(101, "127.0.0.1", 3312, weight=10_000_001)
-    plan = Plan(HG, desired=(too_heavy,), changes=(change(too_heavy),))
+    plan = Plan(HG, templates=(TEMPLATE,), desired=(too_heavy,), changes=(change(too_heavy),))
     with pytest.raises(ApplyFailed, match="CHECK constraint failed"):
         client.apply(plan, persist=False)
     assert client.read_rows(HG.all).staging == before
@@ -120,7 +129,7 @@ def test_failed_apply_leaves_live_rows_and_staging_as_they_were(client: AdminCli
 
 def test_dry_run_statements_applied_by_hand_match_apply(client: AdminClient) -> None:
     writer = ServerRow(100, "127.0.0.1", 3311, comment="it's the writer")
-    plan = Plan(HG, desired=(writer,), changes=(change(writer),))
+    plan = Plan(HG, templates=(TEMPLATE,), desired=(writer,), changes=(change(writer),))
     for statement in plan_statements(plan, client.read_staging(HG.managed), persist=False):
         client.execute(statement.render())
     assert as_configured(client.read_rows(HG.all).runtime) == (writer, TEMPLATE)

@@ -9,11 +9,13 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.lab import process, proxysql
-from tests.lab.proxysql import ProxySQLLab, find_proxysql_binary, port_refuses
+from tests.lab.process import wait_until
+from tests.lab.proxysql import ProxySQLLab, admin_cursor, find_proxysql_binary, port_refuses
 from tests.lab.require import unavailable
 
 pytestmark = pytest.mark.proxysql
@@ -142,3 +144,54 @@ def test_emulator_shuns_as_the_monitor_does(proxysql_admin: ProxySQLLab) -> None
             assert status("runtime_mysql_servers") == [("ONLINE",)], "a new server is not shunned"
     finally:
         conn.close()
+
+
+@pytest.mark.galera
+@pytest.mark.parametrize("how", ["removed", "set OFFLINE_HARD"])
+def test_a_server_clients_hold_stays_offline_hard_until_they_let_go(
+    proxysql_admin: ProxySQLLab, galera: Any, how: str
+) -> None:
+    """What ProxySQL 2.7 does, and the emulator must do too: a server a LOAD removes (or sets
+    OFFLINE_HARD) while clients hold connections to it stays in runtime_mysql_servers as
+    OFFLINE_HARD, its ConnUsed in stats_mysql_connection_pool, until they let go; then it is gone.
+    Against a real ProxySQL (PROXYSQL_BIN) the clients are real, through its MySQL port."""
+    node = galera.nodes[0]
+    host, port, hostgroup = "127.0.0.1", node.port, 77
+    key = (hostgroup, host, port)
+    where = "WHERE hostgroup_id = %s AND hostname = %s AND port = %s"
+    with admin_cursor(proxysql_admin) as cur:
+
+        def runtime() -> list[tuple[str, ...]]:
+            cur.execute(f"SELECT status FROM runtime_mysql_servers {where}", key)
+            return [tuple(map(str, row)) for row in cur.fetchall()]
+
+        def in_use() -> list[tuple[str, ...]]:
+            cur.execute(
+                "SELECT status, ConnUsed FROM stats_mysql_connection_pool "
+                "WHERE hostgroup = %s AND srv_host = %s AND srv_port = %s",
+                key,
+            )
+            return [tuple(map(str, row)) for row in cur.fetchall()]
+
+        cur.execute(
+            "INSERT INTO mysql_servers (hostgroup_id, hostname, port) VALUES (%s, %s, %s)", key
+        )
+        cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
+        try:
+            with proxysql_admin.hold(hostgroup, host, port, count=2) as held:
+                assert in_use() == [("ONLINE", "2")]
+                if how == "removed":
+                    cur.execute(f"DELETE FROM mysql_servers {where}", key)
+                else:
+                    cur.execute(f"UPDATE mysql_servers SET status = 'OFFLINE_HARD' {where}", key)
+                cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
+                assert runtime() == [("OFFLINE_HARD",)]
+                assert in_use() == [("OFFLINE_HARD", "2")]
+                cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
+                assert runtime() == [("OFFLINE_HARD",)], "still held after another LOAD"
+                held.release()
+                wait_until(lambda: runtime() == [], 10.0, "the released server leaving runtime")
+                assert in_use() == []
+        finally:
+            cur.execute(f"DELETE FROM mysql_servers {where}", key)
+            cur.execute("LOAD MYSQL SERVERS TO RUNTIME")

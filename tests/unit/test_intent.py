@@ -372,3 +372,18 @@ def test_a_save_that_failed_after_its_load_is_retried_by_the_next_pass(tmp_path:
     third = runner.run(cluster, Mode.APPLY)
     assert third.outcome is Outcome.UNCHANGED
     assert admin.writes() == [], "saved: converged"
+
+
+def test_a_load_that_carries_someone_elses_staged_roster_edit_says_so(tmp_path: Path) -> None:
+    runner = galera_runner(tmp_path)
+    admin = MemoryAdmin(templates())
+    runner._admin = admin
+    runner.prober = HealthyProber()  # type: ignore[assignment]
+    heavier = ServerRow(HG.config_writer, N3.host, N3.port, weight=5000)
+    admin.staging[heavier.key] = heavier  # an operator's edit, not loaded yet
+    first = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    assert first.outcome is Outcome.CHANGED
+    assert admin.runtime[heavier.key] == heavier, "ProxySQL loads mysql_servers whole"
+    [said] = [w for w in first.warnings if "roster edits" in w]
+    assert f"{N3} in hostgroup {HG.config_writer} weight 5000" in said
+    assert not [w for w in runner.run(runner.settings.clusters[0], Mode.APPLY).warnings]
