@@ -6,13 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab.docker_engine import DEFAULT_MIRROR, DockerEngine, apt_mirror, engine_answers
+from tests.lab.apt_sources import apt_mirror
+from tests.lab.docker_engine import DockerEngine, engine_answers
+from tests.lab.process import LabError
 
 
 def test_apt_mirror_is_the_one_apt_uses_for_the_release_itself(tmp_path: Path) -> None:
     etc = tmp_path / "apt"
     (etc / "sources.list.d").mkdir(parents=True)
-    assert apt_mirror(etc) == DEFAULT_MIRROR  # nothing configured
+    with pytest.raises(LabError, match="no Debian mirror"):
+        apt_mirror(etc)  # nothing configured: no host of our own to fall back on
     (etc / "sources.list.d" / "debian.sources").write_text(
         "Types: deb\n"
         "URIs: http://mirror.example/debian-security\n"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,11 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tests.lab import process
+from tests.lab.apt_sources import SUITE, apt_mirror
 from tests.lab.paths import cache_dir, lab_dir
 
 BASE_IMAGE = "proxysql-checkers-base:bookworm"
-SUITE = "bookworm"
-DEFAULT_MIRROR = "http://deb.debian.org/debian"
 DEBIAN_CLI = Path("/usr/bin/docker")  # Debian's docker.io CLI: builds with BuildKit built in
 
 READY_TIMEOUT = 90.0
@@ -97,36 +95,6 @@ def image_exists(tag: str) -> bool:
         return docker("image", "inspect", tag, timeout=ANSWER_TIMEOUT, check=False).returncode == 0
     except process.LabError:
         return False
-
-
-_ONE_LINE = re.compile(r"^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+(\S+)", re.M)
-
-
-def apt_mirror(etc_apt: Path = Path("/etc/apt")) -> str:
-    """The Debian mirror apt already uses for bookworm itself (not -updates, not -security),
-    from sources.list and sources.list.d (one-line and deb822 files)."""
-    files = [etc_apt / "sources.list", *sorted((etc_apt / "sources.list.d").glob("*"))]
-    for path in files:
-        try:
-            text = path.read_text()
-        except OSError:
-            continue
-        if path.suffix == ".sources":
-            for stanza in re.split(r"\n\s*\n", text):
-                fields: dict[str, str] = {
-                    k.strip().lower(): v.strip()
-                    for k, sep, v in (line.partition(":") for line in stanza.splitlines())
-                    if sep and not k.startswith("#")
-                }
-                if SUITE in fields.get("suites", "").split():
-                    uris = fields.get("uris", "").split()
-                    if uris:
-                        return uris[0]
-        else:
-            for match in _ONE_LINE.finditer(text):
-                if match.group(2) == SUITE:
-                    return match.group(1)
-    return DEFAULT_MIRROR
 
 
 class DockerEngine:

@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.lab.apt_sources import apt_mirror
 from tests.lab.paths import cache_dir
 from tests.lab.process import LabError, locked
 
@@ -34,7 +35,6 @@ PATCHED_BINARIES = (
 MARKER = ".complete"
 ARCH_LIBDIR = "usr/lib/x86_64-linux-gnu"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
-DEFAULT_MIRROR = "http://deb.debian.org/debian"
 APT_TIMEOUT = 900.0
 
 
@@ -125,21 +125,6 @@ def _fetch(dest: Path) -> MysqlDist:
     return _layout(dest, version)
 
 
-def _mirror() -> str:
-    """The Debian mirror the system already uses (the only archive host this machine reaches)."""
-    sources = Path("/etc/apt/sources.list.d/debian.sources")
-    with contextlib.suppress(OSError):
-        for line in sources.read_text().splitlines():
-            if line.startswith("URIs:"):
-                return line.split()[1]
-    with contextlib.suppress(OSError):
-        for line in Path("/etc/apt/sources.list").read_text().splitlines():
-            fields = line.split()
-            if len(fields) > 1 and fields[0] == "deb":
-                return next(f for f in fields[1:] if "://" in f)
-    return DEFAULT_MIRROR
-
-
 def _private_apt(dest: Path) -> dict[str, str]:
     """An apt configuration whose lists, cache and status all live under dest/apt."""
     apt = dest / "apt"
@@ -150,7 +135,8 @@ def _private_apt(dest: Path) -> dict[str, str]:
         "etc/sources.list.d",
     ):
         (apt / sub).mkdir(parents=True, exist_ok=True)
-    (apt / "etc" / "sources.list").write_text(f"deb [signed-by={KEYRING}] {_mirror()} sid main\n")
+    mirror = apt_mirror()
+    (apt / "etc" / "sources.list").write_text(f"deb [signed-by={KEYRING}] {mirror} sid main\n")
     (apt / "etc" / "preferences").touch()
     (apt / "status").touch()
     settings = {
