@@ -39,6 +39,7 @@ from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:
     from checker_core.core.brownout import BrownoutReport
+    from checker_core.core.hysteresis import NodeMemory
     from checker_core.core.peers import PeerMemory
 
 # share of max_runtime_ms the probes may use; the rest is for reading and writing ProxySQL
@@ -142,7 +143,7 @@ class PassResult:
             writer_text = f"writer {writers}"
         changes = len(self.decision.plan.changes)
         if self.outcome is Outcome.CHANGED:
-            action = f"{changes} change(s) loaded"
+            action = f"{changes} change(s) loaded" if changes else "roster loaded, no other change"
         elif self.outcome is Outcome.UNCHANGED:
             action = "no change"
         elif self.outcome is Outcome.PAUSED:
@@ -307,54 +308,68 @@ class PassRunner:
         return problems
 
     def run(self, cluster: ClusterSettings, mode: Mode) -> PassResult:
-        started = self.monotonic()
-        pass_id = os.urandom(6).hex()
-
-        def result(outcome: Outcome, message: str, **extra: object) -> PassResult:
-            duration = (self.monotonic() - started) * 1000
-            return PassResult(cluster.name, pass_id, outcome, duration, message, **extra)  # type: ignore[arg-type]
-
+        progress = PassProgress(cluster.name, os.urandom(6).hex(), self.monotonic())
         if mode is not Mode.APPLY:
-            return self._guarded(cluster, mode, started, result)
+            return self._guarded(cluster, mode, progress)
         with contextlib.ExitStack() as stack:
             try:
                 self.store.ensure_dir()
                 held = stack.enter_context(cluster_lock(self.store.lock_path(cluster.name)))
             except OSError as exc:
-                return result(
+                return self._finish(
+                    progress,
                     Outcome.BAD_INPUT,
                     f"bad input, nothing changed: run.state_dir {self.store.state_dir}: "
                     f"cannot create or write its lock file ({exc.strerror or exc})",
                 )
             if not held:
-                return result(Outcome.BUSY, "another pass holds the lock; skipped")
-            return self._guarded(cluster, mode, started, result)
+                return self._finish(progress, Outcome.BUSY, "another pass holds the lock; skipped")
+            return self._guarded(cluster, mode, progress)
 
-    def _guarded(
-        self,
-        cluster: ClusterSettings,
-        mode: Mode,
-        started: float,
-        result: Callable[..., PassResult],
-    ) -> PassResult:
-        """The pass under its deadline, with every failure turned into an outcome."""
+    def _finish(self, progress: PassProgress, outcome: Outcome, message: str) -> PassResult:
+        return progress.result(outcome, message, self.monotonic())
+
+    def _guarded(self, cluster: ClusterSettings, mode: Mode, progress: PassProgress) -> PassResult:
+        """The pass under its deadline, with every failure turned into an outcome made from what
+        the pass had done: one whose LOAD went out reports the change, whatever came after."""
         budget = self.settings.run.max_runtime_ms / 1000
         try:
             if threading.current_thread() is threading.main_thread():
-                with deadline(max(0.001, budget - (self.monotonic() - started))):
-                    return self._pass(cluster, mode, started, result)
-            return self._pass(cluster, mode, started, result)
+                left = budget - (self.monotonic() - progress.started)
+                with deadline(max(0.001, left)):
+                    return self._pass(cluster, mode, progress)
+            return self._pass(cluster, mode, progress)
         except (AdminAccessDenied, BadRows, BadRow, NotAPeer) as exc:
-            return result(Outcome.BAD_INPUT, f"bad input, nothing changed: {exc}")
+            return self._finish(progress, Outcome.BAD_INPUT, f"bad input, nothing changed: {exc}")
         except ApplyFailed as exc:
             self._drop_admin()
-            return result(Outcome.FAILED, f"apply failed, live rows unchanged: {exc}")
-        except AdminError as exc:
+            failed = f"apply failed, live rows unchanged: {exc}"
+            return self._finish(progress, Outcome.FAILED, failed)
+        except (AdminError, PassTimeout) as exc:
             self._drop_admin()
-            return result(Outcome.FAILED, str(exc))
-        except PassTimeout as exc:
-            self._drop_admin()
-            return result(Outcome.FAILED, f"{exc}; nothing loaded after that point")
+            if progress.loaded:
+                return self._loaded_then_failed(cluster, progress, str(exc))
+            said = f"{exc}; nothing loaded" if isinstance(exc, PassTimeout) else str(exc)
+            return self._finish(progress, Outcome.FAILED, said)
+
+    def _loaded_then_failed(
+        self, cluster: ClusterSettings, progress: PassProgress, failure: str
+    ) -> PassResult:
+        """The LOAD went out and then the pass failed (its deadline, a lost connection): the
+        change is live, so the pass reports it as loaded, remembers its counters, and owes the
+        SAVE it did not finish."""
+        assert progress.decision is not None
+        persist = self.settings.run.persist
+        saved = progress.applied is not None and progress.applied.saved
+        progress.remember(self.store, cluster.name, progress.decision.memory)
+        after = ""
+        if persist and not saved:
+            after = "; SAVE MYSQL SERVERS TO DISK owed to the next pass"
+            self.store.owe_save(cluster.name, True)
+        progress.warn(f"{failure} after its LOAD: the change is live{after}")
+        if progress.applied is None:
+            progress.applied = ApplyResult(staged=0, loaded=True, saved=False)
+        return self._finish(progress, Outcome.CHANGED, Outcome.CHANGED.label)
 
     def _probe_roster(
         self,
@@ -377,17 +392,14 @@ class PassRunner:
             self._admin.close()
             self._admin = None
 
-    def _pass(
-        self,
-        cluster: ClusterSettings,
-        mode: Mode,
-        started: float,
-        result: Callable[..., PassResult],
-    ) -> PassResult:
+    def _pass(self, cluster: ClusterSettings, mode: Mode, progress: PassProgress) -> PassResult:
+        started = progress.started
         hostgroups = cluster.hostgroups
         probe_budget = self.settings.run.max_runtime_ms / 1000 * PROBE_SHARE
         probe_deadline = started + probe_budget
         memory, warning = self.store.load(cluster.name)
+        if warning:
+            progress.warn(warning)
         # A roster rarely changes between passes: the last one (the daemon's, or the nodes the
         # state file remembers) is probed while ProxySQL is reached and its rows are read, so
         # a steady pass costs the longer of the two waits, not their sum.
@@ -400,7 +412,8 @@ class PassRunner:
         if self.persistent:
             self._last_roster[cluster.name] = roster.addresses
         if not roster.nodes:
-            return result(
+            return self._finish(
+                progress,
                 Outcome.BAD_INPUT,
                 f"no roster: hostgroups {', '.join(map(str, hostgroups.all))} hold no server; "
                 "add the nodes to the writer/reader hostgroups or the templates",
@@ -409,7 +422,8 @@ class PassRunner:
         if left < probe_budget * MIN_PROBE_SHARE_LEFT:
             # a node must not be judged down on a probe the pass left it no time for
             spent = (self.monotonic() - started) * 1000
-            return result(
+            return self._finish(
+                progress,
                 Outcome.FAILED,
                 f"reading ProxySQL took {spent:.0f} ms of run.max_runtime_ms "
                 f"({self.settings.run.max_runtime_ms}), leaving {max(0.0, left) * 1000:.0f} ms "
@@ -423,7 +437,8 @@ class PassRunner:
             # a wrong monitor password, not a dead cluster: taking every node out would be
             # an outage caused by a typo
             user = self.settings.monitor.user
-            return result(
+            return self._finish(
+                progress,
                 Outcome.BAD_INPUT,
                 f"bad input, nothing changed: every node refused the monitor account {user!r} "
                 f"({next(iter(probes.values())).error})",
@@ -445,49 +460,107 @@ class PassRunner:
             in_use=in_use,
             now=self.clock(),
         )
-        warnings = (warning,) if warning else ()
-        extra = {
-            "decision": decision,
-            "layout": layout,
-            "probes": probes,
-            "warnings": warnings,
-            "leaving_in_use": pool,
-        }
+        progress.decided(decision, layout, probes, pool)
         if decision.blind:
             # no LOAD, no staging repair, no counter saved: the pass saw nothing to act on
-            return result(Outcome.BLIND, decision.sight.reason, **extra)
+            return self._finish(progress, Outcome.BLIND, decision.sight.reason)
         persist = self.settings.run.persist
         save_owed = persist and self.store.save_owed(cluster.name)
-        statements = plan_statements(decision.plan, rows.staging, persist, save_owed=save_owed)
+        progress.statements = plan_statements(
+            decision.plan, rows.staging, persist, save_owed=save_owed
+        )
         leadership = self._leadership(admin, listed, remember=mode is Mode.APPLY)
-        extra["leadership"] = leadership
+        progress.leadership = leadership
         if leadership.split:
-            extra["warnings"] = (*warnings, leadership.split)
+            progress.warn(leadership.split)
         if mode is not Mode.APPLY:
-            return result(Outcome.PLANNED, "planned", statements=statements, **extra)
+            return self._finish(progress, Outcome.PLANNED, "planned")
         if not leadership.acts:
             # never a LOAD from a standby, even when its proxy's rows differ: two LOADs on two
             # peers in the same second split a ProxySQL Cluster for good
-            self.store.save(cluster.name, decision.memory)
-            return result(Outcome.STANDBY, leadership.reason, statements=statements, **extra)
+            progress.remember(self.store, cluster.name, decision.unloaded_memory)
+            return self._finish(progress, Outcome.STANDBY, leadership.reason)
         if leadership.load_wait and decision.plan.needs_load:
-            self.store.save(cluster.name, decision.memory)
-            return result(Outcome.DEFERRED, leadership.load_wait, statements=statements, **extra)
+            progress.remember(self.store, cluster.name, decision.unloaded_memory)
+            return self._finish(progress, Outcome.DEFERRED, leadership.load_wait)
         paused = self.store.paused(cluster.name)
         if paused is not None:
-            self.store.save(cluster.name, decision.memory)
-            return result(Outcome.PAUSED, f"paused by {paused}", statements=statements, **extra)
-        applied = admin.apply(decision.plan, persist, rows.staging, save_owed=save_owed)
-        self.store.save(cluster.name, decision.memory)
+            progress.remember(self.store, cluster.name, decision.unloaded_memory)
+            return self._finish(progress, Outcome.PAUSED, f"paused by {paused}")
+        applied = admin.apply(
+            decision.plan, persist, rows.staging, save_owed=save_owed, on_load=progress.mark_loaded
+        )
+        progress.applied = applied
+        progress.remember(self.store, cluster.name, decision.memory)
         if persist and (applied.loaded or save_owed):
             # disk equal to runtime is part of converged: a failed SAVE is retried next pass
             self.store.owe_save(cluster.name, not applied.saved)
-        outcome = Outcome.CHANGED if applied.loaded else Outcome.UNCHANGED
         roster_edits = _pending_templates(decision, rows) if applied.loaded else None
-        said = extra["warnings"]
-        assert isinstance(said, tuple)
-        extra["warnings"] = (*said, *filter(None, (roster_edits, applied.save_error)))
-        return result(outcome, outcome.label, statements=statements, applied=applied, **extra)
+        for said in (roster_edits, applied.save_error):
+            if said:
+                progress.warn(said)
+        outcome = Outcome.CHANGED if applied.loaded else Outcome.UNCHANGED
+        return self._finish(progress, outcome, outcome.label)
+
+
+class PassProgress:
+    """What one pass has done so far. Every outcome is made from it, so a pass cut short after
+    its LOAD still says what ProxySQL now has."""
+
+    def __init__(self, cluster: str, pass_id: str, started: float) -> None:
+        self.cluster = cluster
+        self.pass_id = pass_id
+        self.started = started
+        self.decision: Decision | None = None
+        self.layout: LiveLayout | None = None
+        self.probes: Mapping[NodeAddress, ProbeResult] = {}
+        self.leaving_in_use: Mapping[tuple[int, NodeAddress], int] = {}
+        self.statements: tuple[Statement, ...] = ()
+        self.leadership: Leadership | None = None
+        self.applied: ApplyResult | None = None
+        self.warnings: tuple[str, ...] = ()
+        self.loaded = False  # set the moment LOAD MYSQL SERVERS TO RUNTIME returned
+        self.remembered = False
+
+    def decided(
+        self,
+        decision: Decision,
+        layout: LiveLayout,
+        probes: Mapping[NodeAddress, ProbeResult],
+        leaving_in_use: Mapping[tuple[int, NodeAddress], int],
+    ) -> None:
+        self.decision, self.layout, self.probes = decision, layout, probes
+        self.leaving_in_use = leaving_in_use
+
+    def mark_loaded(self) -> None:
+        self.loaded = True
+
+    def warn(self, text: str) -> None:
+        self.warnings = (*self.warnings, text)
+
+    def remember(
+        self, store: StateStore, cluster: str, memory: Mapping[NodeAddress, NodeMemory]
+    ) -> None:
+        if not self.remembered:
+            self.remembered = True
+            store.save(cluster, memory)
+
+    def result(self, outcome: Outcome, message: str, now: float) -> PassResult:
+        return PassResult(
+            self.cluster,
+            self.pass_id,
+            outcome,
+            (now - self.started) * 1000,
+            message,
+            decision=self.decision,
+            layout=self.layout,
+            probes=self.probes,
+            statements=self.statements,
+            applied=self.applied,
+            warnings=self.warnings,
+            leadership=self.leadership,
+            leaving_in_use=self.leaving_in_use,
+        )
 
 
 def _pending_templates(decision: Decision, rows: ClusterRows) -> str | None:

@@ -5,7 +5,7 @@ the settings. Each checker brings its Policy; everything else is shared.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from checker_core.core.hysteresis import NodeMemory, settle
@@ -53,6 +53,9 @@ class Decision:
     plan: Plan
     memory: Mapping[NodeAddress, NodeMemory]
     sight: PassSight = CLEAR
+    # what to remember when the plan is not loaded (paused, standby, deferred): a drain starts
+    # only with the LOAD that makes the writer OFFLINE_SOFT, so no drain clock runs before it
+    unloaded_memory: Mapping[NodeAddress, NodeMemory] = field(default_factory=dict)
 
     @property
     def blind(self) -> bool:
@@ -159,6 +162,10 @@ def decide(
             remembered[node],
             drain_since=(since if since is not None else now) if draining else None,
         )
+    unloaded = {
+        node: kept if node in layout.draining else replace(kept, drain_since=None)
+        for node, kept in remembered.items()
+    }
     return Decision(
         roster=roster,
         adopted=adopted,
@@ -172,6 +179,7 @@ def decide(
         ),
         memory=remembered,
         sight=sight,
+        unloaded_memory=unloaded,
     )
 
 

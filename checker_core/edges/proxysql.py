@@ -9,7 +9,7 @@ one `LOAD MYSQL SERVERS TO RUNTIME` that makes all of them live at once (rule S2
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -220,6 +220,7 @@ class AdminClient:
         staging_seen: Sequence[ServerRow] | None = None,
         *,
         save_owed: bool = False,
+        on_load: Callable[[], None] | None = None,
     ) -> ApplyResult:
         """Stage the plan's rows, verify them, then LOAD (and SAVE) only when live rows change.
 
@@ -229,6 +230,7 @@ class AdminClient:
         `staging_seen`: the staging rows this pass read; when they already match and nothing is
         to be loaded, there is nothing to write or verify (the steady state costs no round trip
         here). `save_owed`: an earlier SAVE failed, so disk is behind runtime: SAVE again.
+        `on_load` is called the moment the LOAD returned, before anything else can fail.
         """
         hostgroups = list(plan.hostgroups.managed)
         if staging_seen is not None and not plan.needs_load:
@@ -254,6 +256,8 @@ class AdminClient:
             self.execute(LOAD_SERVERS.sql)
         except AdminQueryFailed as exc:
             raise ApplyFailed(f"LOAD MYSQL SERVERS TO RUNTIME failed: {exc}") from None
+        if on_load is not None:
+            on_load()
         return self._save(persist, staged=staged, loaded=True)
 
     def _save(self, wanted: bool, *, staged: int, loaded: bool) -> ApplyResult:

@@ -21,11 +21,13 @@ from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, ServerStatus, sort_rows
 from checker_core.core.roster import live_intent, roster_templates
 from checker_core.edges.backend import PendingProbes
+from checker_core.edges.lock import PassTimeout
 from checker_core.edges.proxysql import (
     LOAD_SERVERS,
     SAVE_SERVERS,
     AdminClient,
     AdminQueryFailed,
+    AdminUnreachable,
     ApplyFailed,
     Statement,
     staging_statements,
@@ -387,3 +389,81 @@ def test_a_load_that_carries_someone_elses_staged_roster_edit_says_so(tmp_path: 
     [said] = [w for w in first.warnings if "roster edits" in w]
     assert f"{N3} in hostgroup {HG.config_writer} weight 5000" in said
     assert not [w for w in runner.run(runner.settings.clusters[0], Mode.APPLY).warnings]
+
+
+# ------------------------------------------------------------------ after the LOAD
+
+
+class FailingAfterLoad(MemoryAdmin):
+    """The LOAD goes out, then the pass fails: its deadline fires, or ProxySQL goes away."""
+
+    def __init__(self, staging: Iterable[ServerRow], failure: Exception) -> None:
+        super().__init__(staging)
+        self.failure: Exception | None = failure
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        if sql == SAVE_SERVERS.sql and self.failure is not None:
+            failure, self.failure = self.failure, None
+            raise failure
+        return super().execute(sql, params)
+
+
+class ProberSaying(HealthyProber):
+    def __init__(self, down: set[NodeAddress]) -> None:
+        self.down = down
+
+    def start(self, nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
+        pending = PendingProbes(tuple(nodes), 0.0)
+        for node in nodes:
+            pending.results.put(probe_down(node) if node in self.down else probe_ok(node))
+        return pending
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        PassTimeout("pass cut short after 1800 ms (run.max_runtime_ms)"),
+        AdminUnreachable("ProxySQL admin 127.0.0.1:6032: connection lost (gone)"),
+    ],
+    ids=["deadline", "connection lost"],
+)
+def test_a_pass_that_fails_after_its_load_reports_the_failover(
+    tmp_path: Path, failure: Exception
+) -> None:
+    runner = galera_runner(tmp_path)
+    admin = FailingAfterLoad([*templates(), *steady(N1)], failure)
+    runner._admin = admin
+    runner.prober = ProberSaying({N1})  # type: ignore[assignment]
+    cluster = runner.settings.clusters[0]
+    result = runner.run(cluster, Mode.APPLY)
+    assert LOAD_SERVERS.sql in admin.sent
+    assert result.outcome is Outcome.CHANGED, result.summary()
+    assert f"writer {N2} (was {N1})" in result.summary()
+    assert "change(s) loaded" in result.summary()
+    [said] = [w for w in result.warnings if "after its LOAD" in w]
+    assert str(failure) in said and "SAVE MYSQL SERVERS TO DISK owed" in said
+    assert runner.store.save_owed(cluster.name)
+    remembered, _ = runner.store.load(cluster.name)
+    assert N1 in remembered, "the pass's counters were saved"
+    runner._admin = admin  # the runner dropped its broken connection; the proxy is back
+    admin.sent.clear()
+    again = runner.run(cluster, Mode.APPLY)
+    assert again.outcome is Outcome.UNCHANGED
+    assert admin.writes() == [SAVE_SERVERS.sql]
+    assert not runner.store.save_owed(cluster.name)
+
+
+def test_a_pass_that_only_adopts_the_roster_says_so(tmp_path: Path) -> None:
+    runner = galera_runner(tmp_path)
+    first = runner_with(runner, MemoryAdmin(steady(N1))).run(
+        runner.settings.clusters[0], Mode.APPLY
+    )
+    assert first.outcome is Outcome.CHANGED
+    assert "roster loaded, no other change" in first.summary()
+    assert "adopted into empty templates" in first.summary()
+
+
+def runner_with(runner: Any, admin: MemoryAdmin) -> Any:
+    runner._admin = admin
+    runner.prober = HealthyProber()
+    return runner

@@ -42,7 +42,7 @@ class RecordingAdmin:
         return []  # a proxy without ProxySQL Cluster peers
 
     def apply(
-        self, plan: Any, persist: bool, staging: Sequence[ServerRow], *, save_owed: bool = False
+        self, plan: Any, persist: bool, staging: Sequence[ServerRow], **flags: Any
     ) -> ApplyResult:
         changed = len(plan.changes)
         self.events.append(f"apply {changed}")
