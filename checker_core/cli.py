@@ -251,6 +251,7 @@ def adopt_command(
     inv: Invocation, config: Path | None, overrides: tuple[str, ...], force: bool, dry_run: bool
 ) -> None:
     """Build the roster templates from the rows the operator already has in the hostgroups."""
+    from checker_core.core.model import BadRow
     from checker_core.edges.lock import cluster_lock
     from checker_core.edges.memory import StateStore
     from checker_core.edges.proxysql import AdminClient, AdminError
@@ -284,6 +285,8 @@ def adopt_command(
                     _adopt(admin, cluster, force, dry_run=False)
     except AdminError as exc:
         fail(str(exc), _admin_exit(exc))
+    except BadRow as exc:
+        fail(f"bad input, nothing changed: {exc}", Exit.BAD_INPUT)
 
 
 def _adopt(admin: AdminClient, cluster: ClusterSettings, force: bool, *, dry_run: bool) -> None:
@@ -350,7 +353,11 @@ def pause_command(
 
     settings = load_settings(inv.merged(config, overrides))
     _known_cluster(settings, cluster_name)
-    path = StateStore(settings.run.state_dir, inv.checker).pause(cluster_name, reason)
+    store = StateStore(settings.run.state_dir, inv.checker)
+    try:
+        path = store.pause(cluster_name, reason)
+    except OSError as exc:
+        fail(_state_dir_problem(store.state_dir, "write the pause file", exc), Exit.BAD_INPUT)
     click.echo(f"paused {cluster_name or 'all clusters'}: {path}")
 
 
@@ -369,8 +376,16 @@ def resume_command(
     settings = load_settings(inv.merged(config, overrides))
     _known_cluster(settings, cluster_name)
     target = cluster_name or "all clusters"
-    removed = StateStore(settings.run.state_dir, inv.checker).resume(cluster_name)
+    store = StateStore(settings.run.state_dir, inv.checker)
+    try:
+        removed = store.resume(cluster_name)
+    except OSError as exc:
+        fail(_state_dir_problem(store.state_dir, "remove the pause file", exc), Exit.BAD_INPUT)
     click.echo(f"resumed {target}" if removed else f"{target} was not paused")
+
+
+def _state_dir_problem(state_dir: Path, what: str, exc: OSError) -> str:
+    return f"run.state_dir {state_dir}: cannot {what} ({exc.strerror or exc}); nothing changed"
 
 
 @click.command("install-scheduler")

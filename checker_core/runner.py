@@ -103,6 +103,7 @@ class PassResult:
     leadership: Leadership | None = None
     # ConnUsed of the servers ProxySQL keeps OFFLINE_HARD in runtime after a LOAD removed them
     leaving_in_use: Mapping[tuple[int, NodeAddress], int] = field(default_factory=dict)
+    state_failures: int = 0  # state files this pass could not write (it went on without them)
 
     @property
     def role(self) -> Role | None:
@@ -281,16 +282,27 @@ class PassRunner:
                 message = f"bad input, nothing changed: {shared[cluster.name]}"
                 results.append(PassResult(cluster.name, "-", Outcome.BAD_INPUT, 0.0, message))
             else:
-                results.append(self.run(cluster, mode))
+                results.append(self._isolated(cluster, mode))
         return results
+
+    def _isolated(self, cluster: ClusterSettings, mode: Mode) -> PassResult:
+        """One cluster's pass; whatever escapes it is that cluster's failed pass, never the
+        end of the others' passes or of the daemon (a net: every failure a pass expects
+        already has its own outcome)."""
+        try:
+            return self.run(cluster, mode)
+        except Exception as exc:  # the net itself
+            self._drop_admin()
+            message = f"internal error, nothing more done: {type(exc).__name__}: {exc}"
+            return PassResult(cluster.name, "-", Outcome.FAILED, 0.0, message)
 
     def _shared_nodes(self) -> dict[str, str]:
         """Clusters whose rosters name the same node: their checkers would fight over it."""
         try:
             templates = [h for c in self.settings.clusters for h in c.hostgroups.templates]
             rows = self.admin().read_rows(templates).runtime
-        except AdminError:
-            return {}  # each pass reports the admin problem itself
+        except (AdminError, BadRow):
+            return {}  # each pass reports the admin problem, or its own bad row, itself
         owners: dict[NodeAddress, list[tuple[str, int]]] = {}
         for cluster in self.settings.clusters:
             nodes: dict[NodeAddress, int] = {}
@@ -325,6 +337,9 @@ class PassRunner:
             if not held:
                 return self._finish(progress, Outcome.BUSY, "another pass holds the lock; skipped")
             return self._guarded(cluster, mode, progress)
+
+    def _owe_save(self, progress: PassProgress, cluster: str, owed: bool) -> None:
+        progress.state_failed(self.store.owe_save(cluster, owed))
 
     def _finish(self, progress: PassProgress, outcome: Outcome, message: str) -> PassResult:
         return progress.result(outcome, message, self.monotonic())
@@ -365,7 +380,7 @@ class PassRunner:
         after = ""
         if persist and not saved:
             after = "; SAVE MYSQL SERVERS TO DISK owed to the next pass"
-            self.store.owe_save(cluster.name, True)
+            self._owe_save(progress, cluster.name, True)
         progress.warn(f"{failure} after its LOAD: the change is live{after}")
         if progress.applied is None:
             progress.applied = ApplyResult(staged=0, loaded=True, saved=False)
@@ -494,7 +509,7 @@ class PassRunner:
         progress.remember(self.store, cluster.name, decision.memory)
         if persist and (applied.loaded or save_owed):
             # disk equal to runtime is part of converged: a failed SAVE is retried next pass
-            self.store.owe_save(cluster.name, not applied.saved)
+            self._owe_save(progress, cluster.name, not applied.saved)
         roster_edits = _pending_templates(decision, rows) if applied.loaded else None
         for said in (roster_edits, applied.save_error):
             if said:
@@ -521,6 +536,7 @@ class PassProgress:
         self.warnings: tuple[str, ...] = ()
         self.loaded = False  # set the moment LOAD MYSQL SERVERS TO RUNTIME returned
         self.remembered = False
+        self.state_failures = 0
 
     def decided(
         self,
@@ -541,9 +557,17 @@ class PassProgress:
     def remember(
         self, store: StateStore, cluster: str, memory: Mapping[NodeAddress, NodeMemory]
     ) -> None:
-        if not self.remembered:
-            self.remembered = True
-            store.save(cluster, memory)
+        """The counters saved; a state dir that fails (full, unwritable) costs a warning and
+        a retry next pass, never the pass: what it did to ProxySQL stands."""
+        if self.remembered:
+            return
+        self.remembered = True
+        self.state_failed(store.save(cluster, memory))
+
+    def state_failed(self, failure: str | None) -> None:
+        if failure:
+            self.state_failures += 1
+            self.warn(failure)
 
     def result(self, outcome: Outcome, message: str, now: float) -> PassResult:
         return PassResult(
@@ -560,6 +584,7 @@ class PassProgress:
             warnings=self.warnings,
             leadership=self.leadership,
             leaving_in_use=self.leaving_in_use,
+            state_failures=self.state_failures,
         )
 
 

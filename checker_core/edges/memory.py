@@ -6,6 +6,7 @@ pass killed at any point leaves either the old file or the new one, never half o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping
@@ -28,6 +29,9 @@ class StateStore:
         # each state file as this process last read or wrote it, with what it held: a file
         # still the same is neither parsed again nor rewritten with the same content
         self._known: dict[Path, tuple[FileId, object]] = {}
+        # counters a save could not write, kept for this process's next pass
+        self._unsaved: dict[Path, dict[NodeAddress, NodeMemory]] = {}
+        self._owed: set[str] = set()  # clusters whose SAVE this process owes
 
     def ensure_dir(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
@@ -49,6 +53,9 @@ class StateStore:
     def load(self, cluster: str) -> tuple[dict[NodeAddress, NodeMemory], str | None]:
         """The remembered nodes, and a warning when the file was unreadable (then: start afresh)."""
         path = self.state_path(cluster)
+        unsaved = self._unsaved.get(path)
+        if unsaved is not None:
+            return dict(unsaved), None  # what the last pass could not write: still this process's
         try:
             file_id = _file_id(path)
             known = self._known.get(path)
@@ -66,14 +73,25 @@ class StateStore:
         self._known[path] = (file_id, nodes)
         return dict(nodes), None
 
-    def save(self, cluster: str, nodes: Mapping[NodeAddress, NodeMemory]) -> None:
+    def save(self, cluster: str, nodes: Mapping[NodeAddress, NodeMemory]) -> str | None:
         """Write the counters, unless the file already holds exactly these (a steady pass, a new
-        process every interval under the scheduler, need not rewrite and fsync it)."""
+        process every interval under the scheduler, need not rewrite and fsync it).
+
+        A file that cannot be written is no failure of the pass: the reason comes back to be
+        reported, the counters are kept for this process's next pass (the daemon's), and the
+        next save tries the file again.
+        """
         path = self.state_path(cluster)
         if self._unchanged(path, nodes):
-            return
+            return None
         payload = {"version": 1, "nodes": {str(n): m.to_json() for n, m in sorted(nodes.items())}}
-        self._write(path, payload, dict(nodes))
+        try:
+            self._write(path, payload, dict(nodes))
+        except OSError as exc:
+            self._unsaved[path] = dict(nodes)
+            return f"state file {path} not saved ({exc.strerror or exc}); retried next pass"
+        self._unsaved.pop(path, None)
+        return None
 
     # ------------------------------------------------------------ ProxySQL Cluster peers
 
@@ -98,6 +116,7 @@ class StateStore:
         return memory
 
     def save_peers(self, me: ProxyAddress, memory: PeerMemory) -> None:
+        """Best effort: a scheduler pass that cannot write it starts its peer view afresh."""
         path = self.peers_path(me)
         if self._unchanged(path, memory):
             return
@@ -107,7 +126,8 @@ class StateStore:
             "minority": memory.minority,
             "alive_since": {str(a): t for a, t in sorted(memory.alive_since.items())},
         }
-        self._write(path, payload, memory)
+        with contextlib.suppress(OSError):
+            self._write(path, payload, memory)
 
     def _unchanged(self, path: Path, value: object) -> bool:
         """The file is still as this process last read or wrote it, and held `value`."""
@@ -132,15 +152,25 @@ class StateStore:
     def save_owed(self, cluster: str) -> bool:
         """A LOAD went live but its SAVE ... TO DISK failed: disk is behind runtime, and a
         ProxySQL restart would bring the old rows back until a SAVE succeeds."""
-        return self.save_owed_path(cluster).exists()
+        return cluster in self._owed or self.save_owed_path(cluster).exists()
 
-    def owe_save(self, cluster: str, owed: bool) -> None:
+    def owe_save(self, cluster: str, owed: bool) -> str | None:
+        """Record that a SAVE is owed (or paid); the reason when the state dir refused."""
         path = self.save_owed_path(cluster)
+        # this process remembers it too: a state dir that refuses the file loses no SAVE
         if owed:
-            self.ensure_dir()
-            _atomic_write(path, "SAVE MYSQL SERVERS TO DISK failed after a LOAD\n")
+            self._owed.add(cluster)
         else:
-            path.unlink(missing_ok=True)
+            self._owed.discard(cluster)
+        try:
+            if owed:
+                self.ensure_dir()
+                _atomic_write(path, "SAVE MYSQL SERVERS TO DISK failed after a LOAD\n")
+            else:
+                path.unlink(missing_ok=True)
+        except OSError as exc:
+            return f"{path} not written ({exc.strerror or exc}); retried next pass"
+        return None
 
     # ------------------------------------------------------------ pause switch
 

@@ -122,6 +122,13 @@ METRICS: tuple[MetricSpec, ...] = (
         "beyond the sync window (a split ProxySQL Cluster), 0 otherwise.",
     ),
     MetricSpec(
+        "state_save_failures",
+        Counter,
+        ("cluster",),
+        "State files (counters, an owed SAVE) a pass could not write; the pass went on, the "
+        "next one writes them again.",
+    ),
+    MetricSpec(
         "last_success_timestamp_seconds",
         Gauge,
         ("cluster",),
@@ -177,6 +184,7 @@ class DaemonMetrics:
         self._histogram("pass_duration_seconds").labels(name).observe(result.duration_ms / 1000)
         if result.outcome is Outcome.BUSY:
             self._counter("lock_busy_skips").labels(name).inc()
+        self._counter("state_save_failures").labels(name).inc(result.state_failures)
         if result.outcome in SUCCESSFUL:
             self._gauge("last_success_timestamp_seconds").labels(name).set(finished_at)
         for node, probe in result.probes.items():
