@@ -461,18 +461,15 @@ class PassRunner:
         layout = view.layout
         # ConnUsed only matters, and is only read, while a demoted writer drains or ProxySQL
         # keeps a removed server for the connections its clients still hold
-        watched = {r.hostgroup_id for r in layout.leaving}
-        if layout.draining:
-            watched.add(hostgroups.writer)
+        watched = {r.hostgroup_id for r in layout.leaving} | {hg for hg, _ in layout.drains}
         pool = admin.connections_in_use(watched) if watched else {}
-        in_use = {node: used for (hg, node), used in pool.items() if hg == hostgroups.writer}
         decision = decide(
             self.kind.policy,
             view,
             probes,
             memory=memory,
             cluster=cluster,
-            in_use=in_use,
+            in_use=pool,
             now=self.clock(),
         )
         progress.decided(decision, layout, probes, pool)

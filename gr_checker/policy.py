@@ -81,12 +81,36 @@ def judge_group(
     for node, probe in probes.items():
         facts = _facts(probe)
         if facts is None:
-            verdicts[node] = unreachable(node, probe)
+            verdicts[node] = _unprobed(node, probe, quorum_views)
             continue
         verdicts[node] = _judge(
             node, facts, quorum_views, max_transactions_behind, lagging_before.get(node, False)
         )
     return verdicts
+
+
+def _unprobed(node: NodeAddress, probe: ProbeResult | None, quorum_views: list[GrFacts]) -> Verdict:
+    """A member the checker could not probe: the group's majority knows better than a failed
+    connect. When most of the views with quorum do not see it ONLINE (UNREACHABLE, gone from
+    the group), it is out at once; otherwise its own probe counts, after retry_down."""
+    own = unreachable(node, probe)
+    if not quorum_views:
+        return own
+    states = [
+        next((m.state for m in view.members if m.address == node), "missing")
+        for view in quorum_views
+    ]
+    online = states.count("ONLINE")
+    if online * 2 > len(quorum_views):
+        return own
+    seen = ", ".join(f"{state} in {states.count(state)}" for state in sorted(set(states)))
+    return Verdict(
+        node,
+        State.OFFLINE,
+        f"the majority does not see it ONLINE ({seen} of {len(quorum_views)} views); "
+        f"its own probe: {own.reason}",
+        hard=True,
+    )
 
 
 def _judge(

@@ -94,20 +94,21 @@ def view_of(rows: ClusterRows, cluster: ClusterSettings) -> ClusterView:
     return ClusterView(rows, roster, adopted, LiveLayout.of(rows, hostgroups))
 
 
-def drained_writers(
+def drained(
     layout: LiveLayout,
-    in_use: Mapping[NodeAddress, int],
+    in_use: Mapping[tuple[int, NodeAddress], int],
     memory: Mapping[NodeAddress, NodeMemory],
     cluster: ClusterSettings,
     now: float,
-) -> frozenset[NodeAddress]:
-    """Draining writers whose connections are done (ConnUsed 0), or whose drain ran too long."""
+) -> frozenset[tuple[int, NodeAddress]]:
+    """(hostgroup, node) of draining rows whose connections are done (ConnUsed 0), or whose
+    drain ran too long."""
     done = set()
-    for node in layout.draining:
+    for hostgroup, node in layout.drains:
         since = memory[node].drain_since if node in memory else None
         timed_out = since is not None and (now - since) * 1000 >= cluster.drain_timeout_ms
-        if in_use.get(node, 0) == 0 or timed_out:
-            done.add(node)
+        if in_use.get((hostgroup, node), 0) == 0 or timed_out:
+            done.add((hostgroup, node))
     return frozenset(done)
 
 
@@ -118,12 +119,12 @@ def decide(
     *,
     memory: Mapping[NodeAddress, NodeMemory],
     cluster: ClusterSettings,
-    in_use: Mapping[NodeAddress, int],
+    in_use: Mapping[tuple[int, NodeAddress], int],
     now: float,
 ) -> Decision:
-    """`in_use`: ConnUsed of the servers draining in the writer hostgroup (empty when none)."""
+    """`in_use`: ConnUsed per (hostgroup, node) of the rows draining now (empty when none)."""
     roster, adopted, layout = view.roster, view.adopted, view.layout
-    drained = drained_writers(layout, in_use, memory, cluster, now)
+    done = drained(layout, in_use, memory, cluster, now)
     raw = policy.judge_all(probes, cluster, memory)
     sight = sight_of(probes, roster.addresses)
     if sight.sight is Sight.BLIND:
@@ -153,17 +154,17 @@ def decide(
         kill_demoted_writer_connections=cluster.kill_demoted_writer_connections,
     )
     assignment = assign(
-        writers, verdicts, roster, layout, rules=rules, drained=drained, why_writers=how
+        writers, verdicts, roster, layout, rules=rules, drained=done, why_writers=how
     )
     for node in roster.addresses:
-        draining = node in assignment.draining
+        draining = assignment.drains(node)
         since = remembered[node].drain_since
         remembered[node] = replace(
             remembered[node],
             drain_since=(since if since is not None else now) if draining else None,
         )
     unloaded = {
-        node: kept if node in layout.draining else replace(kept, drain_since=None)
+        node: kept if any(n == node for _, n in layout.drains) else replace(kept, drain_since=None)
         for node, kept in remembered.items()
     }
     return Decision(

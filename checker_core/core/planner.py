@@ -38,8 +38,13 @@ def wanted_rows(
             put(writer_row.moved(hg.writer, ServerStatus.OFFLINE_SOFT))
         if node in assignment.backup_writers:
             put(writer_row.moved(hg.backup_writer, ServerStatus.ONLINE))
+        elif node in assignment.draining_backups:
+            put(writer_row.moved(hg.backup_writer, ServerStatus.OFFLINE_SOFT))
+        reader_row = rn.reader or rn.template
         if node in assignment.readers:
-            put((rn.reader or rn.template).moved(hg.reader, ServerStatus.ONLINE))
+            put(reader_row.moved(hg.reader, ServerStatus.ONLINE))
+        elif node in assignment.draining_readers:
+            put(reader_row.moved(hg.reader, ServerStatus.OFFLINE_SOFT))
         if not assignment.routed(node):
             put(rn.template.moved(hg.offline, ServerStatus.ONLINE))
     for row in layout.operator_rows:
@@ -57,10 +62,11 @@ def _same(live: ServerRow, wanted: ServerRow) -> bool:
 def _role(hostgroups: Hostgroups, row: ServerRow) -> str:
     if row.hostgroup_id == hostgroups.writer:
         return "draining writer" if row.status is ServerStatus.OFFLINE_SOFT else "writer"
+    draining = "draining " if row.status is ServerStatus.OFFLINE_SOFT else ""
     if row.hostgroup_id == hostgroups.backup_writer:
-        return "backup writer"
+        return f"{draining}backup writer"
     if row.hostgroup_id == hostgroups.reader:
-        return "reader"
+        return f"{draining}reader"
     return "offline"
 
 

@@ -5,6 +5,7 @@ Pure: verdicts, roster, live layout and settings in; an Assignment out.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -23,6 +24,17 @@ class Assignment:
     draining: tuple[NodeAddress, ...]  # OFFLINE_SOFT in the writer hostgroup until drained
     why_writers: str  # how the writers were chosen, for the log
     why_readers: str = ""  # said when the readers are not what writer_is_also_reader asks
+    # readers and backup writers whose own state asks for a drain (maintenance, desync, lag):
+    # OFFLINE_SOFT in their hostgroup until their connections are done, as with maint mode
+    draining_readers: tuple[NodeAddress, ...] = ()
+    draining_backups: tuple[NodeAddress, ...] = ()
+
+    def drains(self, node: NodeAddress) -> bool:
+        return (
+            node in self.draining
+            or node in self.draining_readers
+            or (node in self.draining_backups)
+        )
 
     def routed(self, node: NodeAddress) -> bool:
         return node in self.writers or node in self.backup_writers or node in self.readers
@@ -50,13 +62,13 @@ def assign(
     layout: LiveLayout,
     *,
     rules: RoleRules,
-    drained: frozenset[NodeAddress],
+    drained: frozenset[tuple[int, NodeAddress]],
     why_writers: str,
 ) -> Assignment:
     """Complete an Assignment around the chosen writers.
 
-    `drained`: nodes draining in the writer hostgroup whose connections are gone (or whose drain
-    ran out of time); they leave the writer hostgroup now.
+    `drained`: (hostgroup, node) of rows draining whose connections are gone (or whose drain
+    ran out of time); they leave that hostgroup now.
     """
     hostgroups = layout.hostgroups
     chosen = tuple(writers)
@@ -91,23 +103,47 @@ def assign(
         if readers and rules.writer_is_also_reader != 1:
             why_readers = "the writer reads too: no other node can"
 
-    draining: list[NodeAddress] = []
+    drains = functools.partial(_drains, verdicts=verdicts, layout=layout, drained=drained)
+    draining: tuple[NodeAddress, ...] = ()
     if not rules.kill_demoted_writer_connections:
-        for node in layout.writers:
-            verdict = verdicts.get(node)
-            if node not in chosen and verdict is not None and verdict.drain:
-                draining.append(node)
-        for node in layout.draining:
-            if node not in chosen and node not in drained and node not in draining:
-                draining.append(node)
+        draining = drains(hostgroups.writer, layout.writers, chosen, any_state=True)
     return Assignment(
         writers=chosen,
         backup_writers=backups,
         readers=readers,
-        draining=tuple(draining),
+        draining=draining,
         why_writers=why_writers,
         why_readers=why_readers,
+        draining_readers=drains(hostgroups.reader, layout.readers, readers),
+        draining_backups=drains(hostgroups.backup_writer, layout.backup_writers, backups),
     )
+
+
+def _drains(
+    hostgroup: int,
+    serving: Sequence[NodeAddress],
+    kept: Sequence[NodeAddress],
+    *,
+    verdicts: Mapping[NodeAddress, Verdict],
+    layout: LiveLayout,
+    drained: frozenset[tuple[int, NodeAddress]],
+    any_state: bool = False,
+) -> tuple[NodeAddress, ...]:
+    """Nodes leaving `hostgroup` that go OFFLINE_SOFT first: those serving there now whose
+    verdict asks for a drain, and those already draining whose connections are not done.
+    A writer drains whatever the reason it is demoted (G15); a reader or backup writer only
+    when its own state says so (maintenance, desync, lag), not when it merely changes role."""
+    leaving: list[NodeAddress] = []
+    for node in serving:
+        verdict = verdicts.get(node)
+        if node in kept or verdict is None or not verdict.drain:
+            continue
+        if any_state or verdict.state is not State.HEALTHY:
+            leaving.append(node)
+    for node in layout.draining_in(hostgroup):
+        if node not in kept and (hostgroup, node) not in drained and node not in leaving:
+            leaving.append(node)
+    return tuple(leaving)
 
 
 def _readers(

@@ -162,7 +162,19 @@ class LiveLayout:
 
     @property
     def draining(self) -> tuple[NodeAddress, ...]:
-        return self._nodes(self.hostgroups.writer, (ServerStatus.OFFLINE_SOFT,))
+        """Demoted writers draining (OFFLINE_SOFT in the writer hostgroup)."""
+        return self.draining_in(self.hostgroups.writer)
+
+    def draining_in(self, hostgroup: int) -> tuple[NodeAddress, ...]:
+        return self._nodes(hostgroup, (ServerStatus.OFFLINE_SOFT,))
+
+    @property
+    def drains(self) -> tuple[tuple[int, NodeAddress], ...]:
+        """(hostgroup, node) of every row draining now, in any routed hostgroup."""
+        hg = self.hostgroups
+        return tuple(
+            (h, n) for h in (hg.writer, hg.backup_writer, hg.reader) for n in self.draining_in(h)
+        )
 
     @property
     def backup_writers(self) -> tuple[NodeAddress, ...]:

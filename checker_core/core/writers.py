@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from checker_core.core.model import NodeAddress
@@ -34,12 +34,17 @@ def writers_by_weight(
     """
     writer_hostgroup = layout.hostgroups.writer
 
-    def rank(node: NodeAddress) -> tuple[int, int, str, int]:
-        verdict = verdicts[node]
+    def weight(node: NodeAddress) -> int:
         rn = roster.get(node)
-        weight = rn.writer_weight if rn else 0
+        return rn.writer_weight if rn else 0
+
+    def rank(node: NodeAddress) -> tuple[int, int, int, str, int]:
+        # healthy before lagging: a node with a long receive queue would take writes it has
+        # not caught up with yet, and flow control would slow the whole cluster to its pace
+        verdict = verdicts[node]
+        lagging = int(verdict.state is State.LAGGING)
         off_segment = int(rules.main_segment is not None and verdict.segment != rules.main_segment)
-        return (off_segment, -weight, node.host, node.port)
+        return (lagging, off_segment, -weight(node), node.host, node.port)
 
     def candidate(node: NodeAddress, states: tuple[State, ...]) -> bool:
         rn, verdict = roster.get(node), verdicts.get(node)
@@ -79,10 +84,29 @@ def writers_by_weight(
             else "highest writer weight"
         )
     if writers:
-        return tuple(writers), how
+        chosen_now = [n for n in writers if n not in layout.writers]
+        return tuple(writers), how + _passed_over(chosen_now, others, verdicts, weight)
     spare = sorted((n for n in roster.addresses if candidate(n, last_resort)), key=rank)
     if spare:
         kept = [n for n in spare if n in layout.writers]
         chosen = (kept + [n for n in spare if n not in kept])[:limit]
         return tuple(chosen), "last resort: no healthy writable node"
     return (), "no usable writable node"
+
+
+def _passed_over(
+    writers: list[NodeAddress],
+    candidates: list[NodeAddress],
+    verdicts: Mapping[NodeAddress, Verdict],
+    weight: Callable[[NodeAddress], int],
+) -> str:
+    """Why a heavier node that could have written was not chosen now (it lags)."""
+    if not writers:
+        return ""
+    lightest = min(weight(n) for n in writers)
+    skipped = [
+        n
+        for n in candidates
+        if n not in writers and weight(n) > lightest and verdicts[n].state is State.LAGGING
+    ]
+    return "".join(f"; {n} passed over: {verdicts[n].reason}" for n in skipped)

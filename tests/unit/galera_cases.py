@@ -122,8 +122,8 @@ def run(
         all_probes,
         memory=memory or {},
         cluster=cluster,
-        # a draining writer not named as drained still has a client connection
-        in_use={n: 0 if n in done else 1 for n in weights},
+        # a draining row not named as drained still has a client connection
+        in_use={(hg, n): 0 if n in done else 1 for hg in HG.managed for n in weights},
         now=1000.0,
     )
 

@@ -371,13 +371,15 @@ def test_adoption_takes_each_weight_from_its_own_hostgroup() -> None:
 
 
 def test_drain_ends_when_connections_are_done_or_time_runs_out() -> None:
-    from checker_core.core.decide import drained_writers
+    from checker_core.core.decide import drained
     from checker_core.core.roster import LiveLayout
     from tests.unit.galera_cases import cluster_settings, rows_of
 
     layout = LiveLayout.of(rows_of([placed(N1, HG.writer, ServerStatus.OFFLINE_SOFT)]), HG)
     cluster = cluster_settings(drain_timeout_ms=30000)
     started = {N1: NodeMemory(routable=True, drain_since=1000.0)}
-    assert drained_writers(layout, {N1: 3}, started, cluster, now=1010.0) == frozenset()
-    assert drained_writers(layout, {N1: 0}, started, cluster, now=1010.0) == {N1}
-    assert drained_writers(layout, {N1: 3}, started, cluster, now=1030.0) == {N1}
+    w = HG.writer
+    assert drained(layout, {(w, N1): 3}, started, cluster, now=1010.0) == frozenset()
+    assert drained(layout, {(w, N1): 0}, started, cluster, now=1010.0) == {(w, N1)}
+    assert drained(layout, {(w, N1): 3}, started, cluster, now=1030.0) == {(w, N1)}
+    assert drained(layout, {(HG.reader, N1): 3}, started, cluster, now=1010.0) == {(w, N1)}

@@ -1,0 +1,181 @@
+"""The checker's own failure paths and the decisions they used to get wrong: drains that start
+only with a LOAD, readers that drain, a lagging node not promoted over a healthy one, a GR member
+the majority sees UNREACHABLE, a state dir that refuses its files."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from checker_core.core.model import NodeAddress, ServerStatus
+from checker_core.core.verdict import State
+from checker_core.edges.backend import PendingProbes
+from checker_core.runner import Mode, Outcome
+from tests.unit import test_gr_policy as gr
+from tests.unit.config_cases import galera_runner
+from tests.unit.galera_cases import (
+    HG,
+    N1,
+    N2,
+    N3,
+    apply_plan,
+    hostgroup_members,
+    placed,
+    probe_down,
+    probe_ok,
+    run,
+    steady,
+    templates,
+)
+from tests.unit.test_intent import HealthyProber, MemoryAdmin
+
+DESYNCED = {"wsrep_local_state": "2", "wsrep_desync": "ON"}
+SOFT = ServerStatus.OFFLINE_SOFT
+
+
+# ------------------------------------------------------------------ drains
+
+
+class ScriptedProber(HealthyProber):
+    """Probes answer as `facts` says per node (healthy when not named)."""
+
+    def __init__(self) -> None:
+        self.facts: dict[NodeAddress, dict[str, str]] = {}
+
+    def start(self, nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
+        pending = PendingProbes(tuple(nodes), 0.0)
+        for node in nodes:
+            pending.results.put(probe_ok(node, **self.facts.get(node, {})))
+        return pending
+
+
+class HeldAdmin(MemoryAdmin):
+    """Clients hold one connection to every server that is live (ConnUsed 1)."""
+
+    def connections_in_use(self, hostgroups: Any) -> dict[tuple[int, NodeAddress], int]:
+        wanted = set(hostgroups)
+        return {
+            (r.hostgroup_id, r.node): 1 for r in self.runtime.values() if r.hostgroup_id in wanted
+        }
+
+
+def test_a_paused_pass_starts_no_drain_clock(tmp_path: Path) -> None:
+    """Paused for longer than drain_timeout_ms while the writer is desynced: once resumed, the
+    writer drains for the whole drain_timeout_ms, not for what the pause left of it."""
+    runner = galera_runner(tmp_path)
+    admin = HeldAdmin([*templates(), *steady(N1)])
+    prober = ScriptedProber()
+    runner._admin, runner.prober = admin, prober  # type: ignore[assignment]
+    cluster = runner.settings.clusters[0]
+    now = [1000.0]
+    runner.clock = lambda: now[0]
+    runner.store.pause(None, "maintenance")
+    prober.facts[N1] = DESYNCED
+    assert runner.run(cluster, Mode.APPLY).outcome is Outcome.PAUSED
+    now[0] += 600.0
+    runner.store.resume(None)
+    draining = runner.run(cluster, Mode.APPLY)
+    assert draining.outcome is Outcome.CHANGED
+    assert admin.runtime[placed(N1, HG.writer).key].status is SOFT
+    now[0] += 2.0  # well inside the 30 s drain_timeout_ms, the client still connected
+    still = runner.run(cluster, Mode.APPLY)
+    assert admin.runtime[placed(N1, HG.writer).key].status is SOFT, still.summary()
+
+
+def test_a_reader_in_maintenance_drains_before_it_leaves() -> None:
+    maint = probe_ok(N3, pxc_maint_mode="MAINTENANCE")
+    first = run(steady(N1), {N3: maint})
+    assert N3 in hostgroup_members(first, HG.reader, SOFT)
+    assert N3 in hostgroup_members(first, HG.backup_writer, SOFT)
+    assert N3 not in hostgroup_members(first, HG.reader)
+    # while its clients are still connected it stays draining; once they are done it leaves
+    live = apply_plan(steady(N1), first)
+    held = run(live, {N3: maint}, memory=first.memory)
+    assert N3 in hostgroup_members(held, HG.reader, SOFT)
+    done = run(live, {N3: maint}, memory=first.memory, drained=[N3])
+    assert N3 not in {r.node for r in done.plan.desired if r.hostgroup_id == HG.reader}
+    assert N3 in hostgroup_members(done, HG.offline)
+
+
+def test_a_reader_that_only_changes_role_does_not_drain() -> None:
+    """N2 becomes the writer (writer_is_also_reader = 0): it leaves the readers at once."""
+    decision = run(steady(N1), {N1: probe_down(N1)}, writer_is_also_reader=0)
+    assert decision.assignment.writers == (N2,)
+    assert N2 not in {r.node for r in decision.plan.desired if r.hostgroup_id == HG.reader}
+
+
+# ------------------------------------------------------------------ writer choice
+
+
+def test_a_lagging_node_is_not_promoted_over_a_healthy_one() -> None:
+    lagging = probe_ok(N2, wsrep_local_recv_queue="5000")
+    decision = run(steady(N1), {N1: probe_down(N1), N2: lagging}, max_transactions_behind=100)
+    assert decision.verdicts[N2].state is State.LAGGING
+    assert decision.assignment.writers == (N3,)
+    assert f"{N2} passed over: wsrep_local_recv_queue=5000" in decision.assignment.why_writers
+
+
+def test_a_lagging_node_still_writes_when_nobody_else_can() -> None:
+    lagging = probe_ok(N2, wsrep_local_recv_queue="5000")
+    decision = run(
+        steady(N1),
+        {N1: probe_down(N1), N2: lagging, N3: probe_down(N3)},
+        max_transactions_behind=100,
+    )
+    assert decision.assignment.writers == (N2,)
+
+
+# ------------------------------------------------------------------ GR: the majority's view
+
+
+def test_a_member_the_majority_sees_unreachable_is_out_at_once_whatever_its_probe() -> None:
+    majority = gr.view(gr.M1, {gr.M3: "UNREACHABLE"})
+    probes = {
+        gr.M1: gr.facts(gr.M1, majority),
+        gr.M2: gr.facts(gr.M2, majority),
+        gr.M3: probe_down(gr.M3, "no answer within the pass deadline (600 ms)"),
+    }
+    decision = gr.run(gr.steady(), probes, retry_down=5)
+    verdict = decision.verdicts[gr.M3]
+    assert verdict.state is State.OFFLINE and verdict.hard
+    assert "UNREACHABLE in 2 of 2 views" in verdict.reason
+    assert gr.M3 not in gr.online(decision, HG.reader)
+
+
+def test_a_member_only_the_checker_cannot_reach_waits_for_retry_down() -> None:
+    members = gr.view(gr.M1)
+    probes = {
+        gr.M1: gr.facts(gr.M1, members),
+        gr.M2: gr.facts(gr.M2, members),
+        gr.M3: probe_down(gr.M3),
+    }
+    decision = gr.run(gr.steady(), probes, retry_down=5)
+    assert decision.verdicts[gr.M3].state is State.SUSPECT
+    assert gr.M3 in gr.online(decision, HG.reader)
+
+
+# ------------------------------------------------------------------ the state dir
+
+
+def test_a_state_dir_that_refuses_the_file_after_a_load_costs_a_warning(tmp_path: Path) -> None:
+    runner = galera_runner(tmp_path)
+    admin = MemoryAdmin([*templates(), *steady(N1)])
+    prober = ScriptedProber()
+    runner._admin, runner.prober = admin, prober  # type: ignore[assignment]
+    runner.persistent = True  # a daemon: the counters it could not write stay with it
+    cluster = runner.settings.clusters[0]
+    runner.store.ensure_dir()
+    runner.store.state_path(cluster.name).mkdir()  # a directory where the file should be
+    prober.facts[N1] = {"wsrep_reject_queries": "ALL"}
+    result = runner.run(cluster, Mode.APPLY)
+    assert result.outcome is Outcome.CHANGED
+    assert f"writer {N2} (was {N1})" in result.summary()
+    assert result.state_failures == 1
+    assert any("not saved" in w and "retried next pass" in w for w in result.warnings)
+    remembered, _ = runner.store.load(cluster.name)
+    assert N1 in remembered, "kept for the daemon's next pass"
+    runner.store.state_path(cluster.name).rmdir()
+    again = runner.run(cluster, Mode.APPLY)
+    assert again.state_failures == 0
+    assert runner.store.state_path(cluster.name).is_file()
