@@ -59,6 +59,8 @@ def node_records(result: PassResult, hostgroups: Hostgroups) -> list[dict[str, A
     decision, layout = result.decision, result.layout
     if decision is None or layout is None:
         return []
+    # what ProxySQL has: the live rows, the servers it keeps for their clients, the operator's
+    now = (*layout.rows, *layout.leaving, *layout.operator_rows)
     records = []
     for rn in decision.roster.nodes:
         node = rn.node
@@ -69,7 +71,7 @@ def node_records(result: PassResult, hostgroups: Hostgroups) -> list[dict[str, A
                 "node": str(node),
                 "writer_weight": rn.writer.weight if rn.writer else None,
                 "reader_weight": rn.reader.weight if rn.reader else None,
-                "now": placements(layout.rows, hostgroups, node),
+                "now": placements(now, hostgroups, node),
                 "verdict": verdict.state.value,
                 "probe_ms": round(probe.elapsed_ms, 1) if probe else None,
                 "next": placements(decision.plan.desired, hostgroups, node),

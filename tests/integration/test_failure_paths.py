@@ -5,6 +5,7 @@ sees UNREACHABLE leaves at once whatever the checker's own probe of it did."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -202,3 +203,48 @@ def test_a_member_the_majority_sees_unreachable_leaves_at_once(
         gr.thaw(3)
     assert m3 not in rig.readers, result.summary
     assert m3 in rig.offline
+
+
+@pytest.mark.galera
+@pytest.mark.proxysql
+def test_adopt_refuses_a_malformed_row_in_one_line(rig: Rig, nodes: list[NodeAddress]) -> None:
+    n1 = nodes[0]
+    rig.passes(1)
+    rig.admin.stage(HG.templates, [])
+    rig.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
+    rig.admin.execute(
+        "UPDATE mysql_servers SET weight = %s WHERE hostgroup_id = %s AND port = %s",
+        ("heavy", HG.writer, n1.port),
+    )
+    before = rig.admin.execute("SELECT * FROM mysql_servers ORDER BY hostgroup_id, port")
+    result = rig.run("adopt")
+    assert result.code == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert f"row ({HG.writer}, {n1.host}, {n1.port}): weight is not a number: 'heavy'" in line
+    assert rig.admin.execute("SELECT * FROM mysql_servers ORDER BY hostgroup_id, port") == before
+
+
+@pytest.mark.galera
+@pytest.mark.proxysql
+def test_a_pause_longer_than_the_drain_does_not_cut_the_drain_short(
+    rig: Rig, galera: Any, nodes: list[NodeAddress]
+) -> None:
+    """The writer is desynced while the checker is paused for longer than drain_timeout_ms, a
+    client holding a connection to it: once resumed, the writer drains; it does not leave on the
+    next pass as if its drain had begun with the pause."""
+    n1 = nodes[0]
+    rig.write_config(drain_timeout_ms=4000)
+    rig.passes(1)
+    with rig.proxysql.hold(HG.writer, n1.host, n1.port):
+        assert rig.run("pause").code == 0
+        galera.desync(1, True)
+        paused_at = time.monotonic()
+        wait_until(
+            lambda: "paused" in rig.passes(1)[0].summary and time.monotonic() - paused_at > 4.5,
+            30,
+            "paused passes for longer than drain_timeout_ms",
+        )
+        assert rig.run("resume").code == 0
+        for _ in range(2):  # the drain begins, and goes on while the client is there
+            done = rig.passes(1)[0]
+            assert rig.in_hostgroup(HG.writer).get(n1) is ServerStatus.OFFLINE_SOFT, done.summary
