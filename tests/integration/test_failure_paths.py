@@ -44,11 +44,14 @@ def with_spare_cluster(rig: Rig) -> NodeAddress:
     return node
 
 
+BAD_HOST = "bad host"
+
+
 def spoil_spare(rig: Rig, node: NodeAddress) -> None:
-    """A malformed template row of `spare`, staged: a weight that is not a number."""
+    """A malformed template row of `spare`, staged: ProxySQL takes any text as a hostname."""
     rig.admin.execute(
-        "REPLACE INTO mysql_servers (hostgroup_id, hostname, port, weight) VALUES (%s, %s, %s, %s)",
-        (SPARE_TEMPLATE, node.host, node.port, "heavy"),
+        "INSERT INTO mysql_servers (hostgroup_id, hostname, port) VALUES (%s, %s, %s)",
+        (SPARE_TEMPLATE, BAD_HOST, node.port),
     )
 
 
@@ -80,7 +83,7 @@ def test_one_clusters_bad_row_fails_only_its_own_pass(
     assert "Traceback" not in result.stderr
     passes = passes_of(result)
     assert passes["spare"]["outcome"] == "bad_input"
-    assert "weight is not a number: 'heavy'" in passes["spare"]["summary"]
+    assert f"hostname {BAD_HOST!r} is not a host name" in passes["spare"]["summary"]
     assert passes["lab"]["outcome"] == "changed"
     assert f"writer {n2} (was {n1})" in passes["lab"]["summary"]
     assert rig.writers == {n2}
@@ -131,7 +134,8 @@ def test_a_state_file_that_cannot_be_written_never_hides_a_failover(
     assert result.code == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert f"writer {n2} (was {n1})" in result.summary
-    assert any("not saved" in str(line.get("summary")) for line in result.logs), result.stderr
+    warned = [str(line.get("reason")) for line in result.logs if line.get("event") == "state"]
+    assert any("not saved" in reason for reason in warned), result.stderr
     assert rig.writers == {n2}
 
 
@@ -213,14 +217,14 @@ def test_adopt_refuses_a_malformed_row_in_one_line(rig: Rig, nodes: list[NodeAdd
     rig.admin.stage(HG.templates, [])
     rig.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
     rig.admin.execute(
-        "UPDATE mysql_servers SET weight = %s WHERE hostgroup_id = %s AND port = %s",
-        ("heavy", HG.writer, n1.port),
+        "INSERT INTO mysql_servers (hostgroup_id, hostname, port) VALUES (%s, %s, %s)",
+        (HG.reader, BAD_HOST, n1.port),
     )
     before = rig.admin.execute("SELECT * FROM mysql_servers ORDER BY hostgroup_id, port")
     result = rig.run("adopt")
     assert result.code == 2, result.stderr
     [line] = result.stderr.strip().splitlines()
-    assert f"row ({HG.writer}, {n1.host}, {n1.port}): weight is not a number: 'heavy'" in line
+    assert f"row ({HG.reader}, {BAD_HOST}, {n1.port}): hostname {BAD_HOST!r}" in line
     assert rig.admin.execute("SELECT * FROM mysql_servers ORDER BY hostgroup_id, port") == before
 
 
