@@ -63,7 +63,9 @@ def passes_of(result: PassRun) -> dict[str, dict[str, Any]]:
 def cleanup_spare(rig: Rig) -> Iterator[None]:
     yield
     spare = [*SPARE.values(), SPARE_TEMPLATE, SPARE_TEMPLATE + 1]
-    rig.admin.stage(spare, [])
+    marks = ", ".join(["%s"] * len(spare))
+    # raw SQL: the rows may be malformed, which the checker's own reader refuses
+    rig.admin.execute(f"DELETE FROM mysql_servers WHERE hostgroup_id IN ({marks})", spare)
     rig.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
 
 
@@ -96,7 +98,7 @@ def test_the_daemon_keeps_failing_over_when_another_cluster_turns_bad(
     rig: Rig, galera: Any, nodes: list[NodeAddress]
 ) -> None:
     n1, n2, _ = nodes
-    rig.run_settings.update(interval_ms=300, max_runtime_ms=280)
+    rig.run_settings.update(interval_ms=500, max_runtime_ms=450)
     rig.write_config()
     spare = with_spare_cluster(rig)
     daemon = Daemon(rig)
