@@ -517,9 +517,9 @@ class ProxySQLLab:
         its default hostgroup set to `hostgroup`, which must route to host:port alone); the
         emulator, which routes nothing, takes a lab-only statement.
         """
-        held = Held(self, (hostgroup, host, port))
+        held = Held(self, (hostgroup, host, port), emulated=not self.is_real)
         try:
-            if self.is_real:
+            if not held.emulated:
                 held.clients = self._real_clients(hostgroup, port, count)
             else:
                 with admin_cursor(self) as cur:
@@ -584,6 +584,7 @@ class Held:
 
     lab: ProxySQLLab
     key: tuple[int, str, int]
+    emulated: bool  # the emulator's lab statement, not real clients
     clients: list[AdminConnection] = field(default_factory=list)
     released: bool = False
 
@@ -597,7 +598,7 @@ class Held:
                 client.rollback()
             with contextlib.suppress(Exception):
                 client.close()
-        if not self.clients:
+        if self.emulated:
             with admin_cursor(self.lab) as cur:
                 cur.execute("LAB RELEASE CONNECTIONS %s %s %s", self.key)
 
