@@ -14,9 +14,9 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from checker_core.core.decide import Decision, Policy, decide, view_of
+from checker_core.core.decide import ClusterView, Decision, Policy, decide, view_of
 from checker_core.core.leadership import ALONE, Leadership, NotAPeer, ProxyAddress, Role
 from checker_core.core.model import BadRow, ClusterRows, NodeAddress
 from checker_core.core.probes import ProbeResult
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from checker_core.core.brownout import BrownoutReport
     from checker_core.core.hysteresis import NodeMemory
     from checker_core.core.peers import PeerMemory
+    from checker_core.core.whatif import Assumed, Readiness, WhatIf
 
 # share of max_runtime_ms the probes may use; the rest is for reading and writing ProxySQL
 PROBE_SHARE = 0.6
@@ -88,6 +89,17 @@ class CheckerKind:
 
 
 @dataclass(frozen=True, slots=True)
+class PassInputs:
+    """What a pass decided from, besides its probes."""
+
+    policy: Any  # the checker's Policy, which can also assume failures (whatif.Assumer)
+    view: ClusterView
+    memory: Mapping[NodeAddress, NodeMemory]
+    cluster: ClusterSettings
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
 class PassResult:
     cluster: str
     pass_id: str
@@ -104,6 +116,10 @@ class PassResult:
     # ConnUsed of the servers ProxySQL keeps OFFLINE_HARD in runtime after a LOAD removed them
     leaving_in_use: Mapping[tuple[int, NodeAddress], int] = field(default_factory=dict)
     state_failures: int = 0  # state files this pass could not write (it went on without them)
+    # what the decision was made from, for the questions asked of it afterwards (readiness)
+    inputs: PassInputs | None = None
+    # the failures a what-if dry-run assumed, in words ("127.0.0.1:3311 down")
+    assumed: tuple[str, ...] = ()
 
     @property
     def role(self) -> Role | None:
@@ -112,6 +128,22 @@ class PassResult:
     @property
     def writers(self) -> tuple[NodeAddress, ...]:
         return self.decision.assignment.writers if self.decision else ()
+
+    def what_if(self) -> WhatIf | None:
+        """The pass's inputs, to ask what other failures would lead to (loaded on demand)."""
+        if self.inputs is None:
+            return None
+        from checker_core.core.whatif import WhatIf
+
+        i = self.inputs
+        return WhatIf(i.policy, i.policy, i.view, self.probes, i.memory, i.cluster, i.now)
+
+    def readiness(self) -> Readiness | None:
+        """Would losing the writer, or any one node, still leave a writer and a reader?"""
+        what_if = self.what_if()
+        if what_if is None or self.decision is None or self.decision.blind or self.assumed:
+            return None
+        return what_if.readiness(self.decision)
 
     def brownouts(self) -> tuple[BrownoutReport, ...]:
         if not self.decision:
@@ -185,6 +217,8 @@ class PassResult:
             )
         if self.applied is not None and self.applied.saved and not self.applied.loaded:
             notes += "; SAVE MYSQL SERVERS TO DISK retried and done"
+        if self.assumed:
+            notes += f"; what-if: assuming {', '.join(self.assumed)}"
         if self.decision.adopted:
             nodes = len({r.node for r in self.decision.adopted})
             hostgroups = sorted({r.hostgroup_id for r in self.decision.adopted})
@@ -206,6 +240,8 @@ class PassRunner:
         self._alone_until = 0.0  # monotonic: the daemon found no peers; asks again after this
         # the daemon's last roster per cluster: probed while ProxySQL's rows are being read
         self._last_roster: dict[str, tuple[NodeAddress, ...]] = {}
+        # failures a what-if dry-run assumes (run --dry-run --assume-down ...)
+        self.assumed: dict[NodeAddress, Assumed] = {}
         self.clock: Callable[[], float] = time.time
         self.monotonic: Callable[[], float] = time.monotonic
 
@@ -338,6 +374,32 @@ class PassRunner:
                 return self._finish(progress, Outcome.BUSY, "another pass holds the lock; skipped")
             return self._guarded(cluster, mode, progress)
 
+    def _assume(
+        self,
+        progress: PassProgress,
+        probes: Mapping[NodeAddress, ProbeResult],
+        assumed: Mapping[NodeAddress, Assumed],
+    ) -> Decision:
+        """The dry-run's what-if: the decision of the pass that acts on the assumed failures."""
+        from checker_core.core.whatif import WhatIf, WhatIfRefused
+
+        inputs = progress.inputs
+        assert inputs is not None
+        progress.assumed = tuple(f"{n} {a.label}" for n, a in sorted(assumed.items()))
+        what_if = WhatIf(
+            inputs.policy,
+            inputs.policy,
+            inputs.view,
+            probes,
+            inputs.memory,
+            inputs.cluster,
+            inputs.now,
+        )
+        try:
+            return what_if.decision(assumed)
+        except WhatIfRefused as exc:
+            raise BadRows([str(exc)]) from None
+
     def _owe_save(self, progress: PassProgress, cluster: str, owed: bool) -> None:
         progress.state_failed(self.store.owe_save(cluster, owed))
 
@@ -463,15 +525,14 @@ class PassRunner:
         # keeps a removed server for the connections its clients still hold
         watched = {r.hostgroup_id for r in layout.leaving} | {hg for hg, _ in layout.drains}
         pool = admin.connections_in_use(watched) if watched else {}
+        now = self.clock()
         decision = decide(
-            self.kind.policy,
-            view,
-            probes,
-            memory=memory,
-            cluster=cluster,
-            in_use=pool,
-            now=self.clock(),
+            self.kind.policy, view, probes, memory=memory, cluster=cluster, in_use=pool, now=now
         )
+        progress.inputs = PassInputs(self.kind.policy, view, memory, cluster, now)
+        assumed = {n: a for n, a in self.assumed.items() if n in roster.addresses}
+        if assumed and mode is Mode.DRY_RUN:
+            decision = self._assume(progress, probes, assumed)
         progress.decided(decision, layout, probes, pool)
         if decision.blind:
             # no LOAD, no staging repair, no counter saved: the pass saw nothing to act on
@@ -534,6 +595,8 @@ class PassProgress:
         self.loaded = False  # set the moment LOAD MYSQL SERVERS TO RUNTIME returned
         self.remembered = False
         self.state_failures = 0
+        self.inputs: PassInputs | None = None
+        self.assumed: tuple[str, ...] = ()
 
     def decided(
         self,
@@ -582,6 +645,8 @@ class PassProgress:
             leadership=self.leadership,
             leaving_in_use=self.leaving_in_use,
             state_failures=self.state_failures,
+            inputs=self.inputs,
+            assumed=self.assumed,
         )
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from checker_core.core.hysteresis import NodeMemory, lagging
 from checker_core.core.model import NodeAddress
@@ -17,6 +18,9 @@ from checker_core.core.roster import LiveLayout, Roster
 from checker_core.core.verdict import State, Verdict
 from checker_core.core.writers import WriterRules, writers_by_weight
 from checker_core.settings.config import ClusterSettings
+
+if TYPE_CHECKING:
+    from checker_core.core.whatif import Assumed
 
 _SEGMENT = re.compile(r"(?:^|;)\s*gmcast\.segment\s*=\s*(\d+)")
 
@@ -152,3 +156,42 @@ class GaleraPolicy:
             serving=(State.HEALTHY, State.LAGGING),
             last_resort=(State.LAST_RESORT,),
         )
+
+    def assume(
+        self,
+        probes: Mapping[NodeAddress, ProbeResult],
+        assumed: Mapping[NodeAddress, Assumed],
+        cluster: ClusterSettings,
+    ) -> dict[NodeAddress, ProbeResult]:
+        """Probes that say the assumed nodes failed (what-if); the others as they were."""
+        # loaded only by a what-if or a readiness question, never by a plain pass
+        from checker_core.core.whatif import Assumed, WhatIfRefused, refused_probe
+
+        result = dict(probes)
+        for node, what in assumed.items():
+            if what is Assumed.DOWN:
+                result[node] = refused_probe(node)
+                continue
+            probe = probes.get(node)
+            facts = probe.facts if probe is not None else None
+            if probe is None or not isinstance(facts, GaleraFacts):
+                raise WhatIfRefused(
+                    f"{node}: its probe read nothing; only a node that answers can "
+                    f"be assumed {what.label}"
+                )
+            if what is Assumed.LAGGING:
+                limit = cluster.max_transactions_behind
+                if limit <= 0:
+                    raise WhatIfRefused(
+                        f"cluster {cluster.name}: max_transactions_behind is 0 (no limit), so no "
+                        "node is ever lagging"
+                    )
+                changed = {"wsrep_local_recv_queue": str(limit + 1)}
+            else:
+                changed = {
+                    "wsrep_local_state": "2",
+                    "wsrep_local_state_comment": "Donor/Desynced",
+                    "wsrep_desync": "ON",
+                }
+            result[node] = replace(probe, facts=GaleraFacts({**facts.values, **changed}))
+        return result

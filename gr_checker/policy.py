@@ -9,7 +9,8 @@ error 1290, and the pass it turns writable it becomes the writer.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from checker_core.core.hysteresis import NodeMemory, lagging
 from checker_core.core.model import NodeAddress
@@ -18,6 +19,9 @@ from checker_core.core.roster import LiveLayout, Roster
 from checker_core.core.verdict import State, Verdict
 from checker_core.core.writers import WriterRules, writers_by_weight
 from checker_core.settings.config import ClusterSettings
+
+if TYPE_CHECKING:
+    from checker_core.core.whatif import Assumed
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,3 +237,73 @@ class GroupReplicationPolicy:
         return writers_by_weight(
             verdicts, roster, layout, rules, serving=(State.HEALTHY,), last_resort=()
         )
+
+    def assume(
+        self,
+        probes: Mapping[NodeAddress, ProbeResult],
+        assumed: Mapping[NodeAddress, Assumed],
+        cluster: ClusterSettings,
+    ) -> dict[NodeAddress, ProbeResult]:
+        """Probes that say the assumed members failed (what-if), as the group reports it once it
+        has acted: while the others hold a majority, a member assumed down is expelled from
+        their views and, if it was the single primary, the group elects another (the lowest
+        server_uuid among the rest: the election rule when member weights are equal; the new
+        primary is shown past its brownout); without a majority it stays UNREACHABLE."""
+        # loaded only by a what-if or a readiness question, never by a plain pass
+        from checker_core.core.whatif import Assumed, WhatIfRefused, refused_probe
+
+        for node, what in assumed.items():
+            if what is Assumed.DESYNC:
+                raise WhatIfRefused(
+                    f"{node}: Group Replication has no desync; assume it down or lagging"
+                )
+            if what is Assumed.LAGGING and cluster.max_transactions_behind <= 0:
+                raise WhatIfRefused(
+                    f"cluster {cluster.name}: max_transactions_behind is 0 (no limit), so no "
+                    "member is ever lagging"
+                )
+            if what is not Assumed.DOWN and _facts(probes.get(node)) is None:
+                raise WhatIfRefused(
+                    f"{node}: its probe read nothing; only a member that answers can be "
+                    f"assumed {what.label}"
+                )
+        down = {n for n, what in assumed.items() if what is Assumed.DOWN}
+        result: dict[NodeAddress, ProbeResult] = {}
+        for node, probe in probes.items():
+            facts = _facts(probe)
+            if node in down:
+                result[node] = refused_probe(node)
+                continue
+            if facts is None:
+                result[node] = probe
+                continue
+            seen = _without(facts, down)
+            if assumed.get(node) is Assumed.LAGGING:
+                seen = replace(seen, applier_queue=cluster.max_transactions_behind + 1)
+            result[node] = replace(probe, facts=seen)
+        return result
+
+
+def _without(facts: GrFacts, down: set[NodeAddress]) -> GrFacts:
+    """One member's view once the group has acted on `down`: expelled while the rest hold a
+    majority (a lost primary replaced by the lowest server_uuid left), UNREACHABLE otherwise."""
+    gone = [m for m in facts.members if m.address in down]
+    if not gone:
+        return facts
+    left = [m for m in facts.members if m.address not in down and m.state == "ONLINE"]
+    if len(left) * 2 <= len(facts.members):
+        members = tuple(
+            replace(m, state="UNREACHABLE") if m.address in down else m for m in facts.members
+        )
+        return replace(facts, members=members)
+    lost_primary = facts.single_primary and any(m.role == "PRIMARY" for m in gone)
+    elected = min(left, key=lambda m: m.member_id).member_id if lost_primary else None
+    kept = tuple(
+        replace(m, role="PRIMARY") if m.member_id == elected else m
+        for m in facts.members
+        if m.address not in down
+    )
+    writable = facts.server_uuid == elected
+    if writable:
+        return replace(facts, members=kept, super_read_only=False, read_only=False)
+    return replace(facts, members=kept)
