@@ -19,6 +19,8 @@ from checker_core.exitcodes import Exit
 from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:
+    from checker_core.core.model import NodeAddress
+    from checker_core.core.whatif import Assumed
     from checker_core.edges.proxysql import AdminClient
     from checker_core.runner import CheckerKind, PassResult
     from checker_core.settings.config import ClusterSettings, Settings
@@ -158,28 +160,92 @@ def _run_passes(inv: Invocation, settings: Settings, mode_name: str) -> list[Pas
     return oneshot.run_passes(settings, inv.kind(), mode_name)
 
 
+def _assume_option(name: str, what: str) -> Callable[[F], F]:
+    return click.option(
+        f"--assume-{name}",
+        f"assume_{name}",
+        multiple=True,
+        metavar="HOST:PORT[,HOST:PORT]",
+        help=f"With --dry-run: the plan if these nodes were {what} now (what-if).",
+    )
+
+
 @click.command("run")
 @config_options
 @click.option(
     "--dry-run", is_flag=True, help="Print the node table, verdicts and SQL; change nothing."
 )
+@_assume_option("down", "down")
+@_assume_option("lagging", "lagging")
+@_assume_option("desync", "desynced")
 @click.pass_obj
 def run_command(
-    inv: Invocation, config: Path | None, overrides: tuple[str, ...], dry_run: bool
+    inv: Invocation,
+    *,
+    config: Path | None,
+    overrides: tuple[str, ...],
+    dry_run: bool,
+    assume_down: tuple[str, ...],
+    assume_lagging: tuple[str, ...],
+    assume_desync: tuple[str, ...],
 ) -> None:
     """One pass over every cluster, then exit (the scheduler entry)."""
     from checker_core.report import render
     from checker_core.runner import exit_code
 
     settings = load_settings(inv.merged(config, overrides))
+    assumed = _assumed(assume_down, assume_lagging, assume_desync)
+    if assumed and not dry_run:
+        fail("--assume-down, --assume-lagging and --assume-desync need --dry-run", Exit.BAD_INPUT)
     if not dry_run:
         # what the scheduler runs; oneshot.main runs it without click when the line is plain
         sys.exit(int(oneshot.run(settings, inv.kind)))
-    results = _run_passes(inv, settings, "dry_run")
+    results = oneshot.run_passes(settings, inv.kind(), "dry_run", assumed)
+    judged = {n for r in results if r.decision for n in r.decision.roster.addresses}
+    unknown = sorted(set(assumed) - judged)
+    if unknown:
+        fail(
+            f"--assume-{assumed[unknown[0]].label}: {', '.join(map(str, unknown))} is in no "
+            "cluster's roster; nothing assumed",
+            Exit.BAD_INPUT,
+        )
     by_name = {c.name: c for c in settings.clusters}
     for result in results:
         click.echo(render(result, by_name[result.cluster].hostgroups, with_sql=True))
     sys.exit(int(exit_code(results)))
+
+
+def _assumed(
+    down: tuple[str, ...], lagging: tuple[str, ...], desync: tuple[str, ...]
+) -> dict[NodeAddress, Assumed]:
+    """HOST:PORT lists of the --assume-* options; one line and exit 2 for a bad one."""
+    from checker_core.core.hostname import host_problem
+    from checker_core.core.model import NodeAddress
+    from checker_core.core.whatif import Assumed
+
+    found: dict[NodeAddress, Assumed] = {}
+    for what, values in (
+        (Assumed.DOWN, down),
+        (Assumed.LAGGING, lagging),
+        (Assumed.DESYNC, desync),
+    ):
+        for text in (part.strip() for value in values for part in value.split(",")):
+            host, _, port = text.rpartition(":")
+            problem = None if host and port.isdigit() else "expected HOST:PORT"
+            if problem is None:
+                problem = host_problem(host) or (
+                    None if 0 < int(port) < 65536 else "port out of range"
+                )
+            if problem is not None:
+                fail(f"--assume-{what.label} {text!r}: {problem}", Exit.BAD_INPUT)
+            node = NodeAddress(host, int(port))
+            if node in found and found[node] is not what:
+                fail(
+                    f"--assume-{what.label} {text}: already assumed {found[node].label}",
+                    Exit.BAD_INPUT,
+                )
+            found[node] = what
+    return found
 
 
 @click.command("status")

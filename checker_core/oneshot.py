@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, NoReturn, TextIO
 from checker_core.exitcodes import Exit
 
 if TYPE_CHECKING:
+    from checker_core.core.model import NodeAddress
+    from checker_core.core.whatif import Assumed
     from checker_core.runner import CheckerKind, PassResult
     from checker_core.settings.config import Settings
     from checker_core.settings.schema import Checker
@@ -90,10 +92,17 @@ def load_settings(
         return Exit.BAD_INPUT
 
 
-def run_passes(settings: Settings, kind: CheckerKind, mode_name: str) -> list[PassResult]:
+def run_passes(
+    settings: Settings,
+    kind: CheckerKind,
+    mode_name: str,
+    assumed: Mapping[NodeAddress, Assumed] | None = None,
+) -> list[PassResult]:
+    """`assumed`: failures a dry-run's what-if takes for real (run --dry-run --assume-...)."""
     from checker_core.runner import Mode, PassRunner
 
     runner = PassRunner(settings, kind)
+    runner.assumed = dict(assumed or {})
     try:
         return runner.run_all(Mode(mode_name))
     finally:

@@ -84,6 +84,7 @@ def node_records(result: PassResult, hostgroups: Hostgroups) -> list[dict[str, A
 def status_record(result: PassResult, hostgroups: Hostgroups) -> dict[str, Any]:
     """A pass as data: what `status --format json` prints and the daemon serves on /status."""
     decision = result.decision
+    readiness = result.readiness()
     return {
         "cluster": result.cluster,
         "pass_id": result.pass_id,
@@ -95,6 +96,9 @@ def status_record(result: PassResult, hostgroups: Hostgroups) -> dict[str, Any]:
         "nodes": node_records(result, hostgroups),
         "changes": [c.describe() for c in decision.plan.changes] if decision else [],
         "warnings": list(result.warnings),
+        "failover_ready": None if readiness is None else readiness.ready,
+        "next_writers": [str(n) for n in readiness.next_writers] if readiness else [],
+        "readiness": None if readiness is None else readiness.reason,
     }
 
 
@@ -133,6 +137,9 @@ def render(result: PassResult, hostgroups: Hostgroups, with_sql: bool) -> str:
         changes = result.decision.plan.changes
         lines += ["", "changes:" if changes else "changes: none"]
         lines += [f"  {change.describe()}" for change in changes]
+        readiness = result.readiness()
+        if readiness is not None:
+            lines += ["", f"failover: {readiness.reason}"]
         if with_sql:
             if result.outcome is Outcome.BLIND:
                 lines += ["", "SQL: none (no node answered: a blind pass changes nothing)"]

@@ -122,6 +122,13 @@ METRICS: tuple[MetricSpec, ...] = (
         "beyond the sync window (a split ProxySQL Cluster), 0 otherwise.",
     ),
     MetricSpec(
+        "failover_ready",
+        Gauge,
+        ("cluster",),
+        "1 when losing the writer, or any one node, would still leave a writer and a reader "
+        "(computed each pass from its probes, without acting), 0 when not.",
+    ),
+    MetricSpec(
         "state_save_failures",
         Counter,
         ("cluster",),
@@ -201,6 +208,9 @@ class DaemonMetrics:
         split = leadership is not None and leadership.split is not None
         self._gauge("proxysql_cluster_split").labels(name).set(1 if split else 0)
         self._forget_nodes(name, set(decision.roster.addresses))
+        readiness = result.readiness()
+        if readiness is not None:
+            self._gauge("failover_ready").labels(name).set(1 if readiness.ready else 0)
         loaded = bool(result.applied and result.applied.loaded)
         writers = result.writers if loaded else tuple(layout.writers)
         if loaded:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from checker_core.core.decide import view_of
 from checker_core.core.model import NodeAddress, ServerRow
 from checker_core.core.probes import ProbeResult
 from checker_core.core.roster import LiveLayout
 from checker_core.edges.proxysql import ApplyResult
-from checker_core.runner import Outcome, PassResult
-from tests.unit.galera_cases import HG, NODES, probe_ok, rows_of, run
+from checker_core.runner import Outcome, PassInputs, PassResult
+from galera_checker.policy import GaleraPolicy
+from tests.unit.galera_cases import HG, NODES, cluster_settings, probe_ok, rows_of, run
 
 
 def galera_pass(
@@ -24,6 +26,7 @@ def galera_pass(
     all_probes = {n: probe_ok(n) for n in NODES}
     all_probes.update(probes or {})
     decision = run(rows, all_probes)
+    cluster = cluster_settings()
     changed = bool(decision.plan.changes) and apply
     outcome = Outcome.CHANGED if changed else Outcome.UNCHANGED
     return PassResult(
@@ -36,6 +39,13 @@ def galera_pass(
         layout=LiveLayout.of(rows_of(rows), HG),
         probes=all_probes,
         applied=ApplyResult(len(decision.plan.changes), changed, changed),
+        inputs=PassInputs(
+            GaleraPolicy(),
+            view_of(rows_of(rows), cluster_settings()),
+            {},
+            cluster_settings(),
+            1000.0,
+        ),
     )
 
 
