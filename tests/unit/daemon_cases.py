@@ -26,7 +26,7 @@ def galera_pass(
     all_probes = {n: probe_ok(n) for n in NODES}
     all_probes.update(probes or {})
     decision = run(rows, all_probes)
-    cluster = cluster_settings()
+    settings = cluster_settings()
     changed = bool(decision.plan.changes) and apply
     outcome = Outcome.CHANGED if changed else Outcome.UNCHANGED
     return PassResult(
