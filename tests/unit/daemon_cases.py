@@ -39,13 +39,7 @@ def galera_pass(
         layout=LiveLayout.of(rows_of(rows), HG),
         probes=all_probes,
         applied=ApplyResult(len(decision.plan.changes), changed, changed),
-        inputs=PassInputs(
-            GaleraPolicy(),
-            view_of(rows_of(rows), cluster_settings()),
-            {},
-            cluster_settings(),
-            1000.0,
-        ),
+        inputs=PassInputs(GaleraPolicy(), view_of(rows_of(rows), settings), {}, settings, 1000.0),
     )
 
 
