@@ -120,6 +120,8 @@ class PassResult:
     inputs: PassInputs | None = None
     # the failures a what-if dry-run assumed, in words ("127.0.0.1:3311 down")
     assumed: tuple[str, ...] = ()
+    # readiness already worked out for these very inputs (the daemon's steady passes)
+    known_readiness: Readiness | None = None
 
     @property
     def role(self) -> Role | None:
@@ -140,6 +142,8 @@ class PassResult:
 
     def readiness(self) -> Readiness | None:
         """Would losing the writer, or any one node, still leave a writer and a reader?"""
+        if self.known_readiness is not None:
+            return self.known_readiness
         what_if = self.what_if()
         if what_if is None or self.decision is None or self.decision.blind or self.assumed:
             return None

@@ -22,6 +22,7 @@ from checker_core.runner import CheckerKind, Mode, PassResult, PassRunner
 from checker_core.service.board import Board
 from checker_core.service.listen import ListenAddress
 from checker_core.service.listener import Listener, ListenError
+from checker_core.service.readiness import ReadinessWatch
 from checker_core.service.sdnotify import Notifier
 from checker_core.settings.config import ConfigError, Settings
 
@@ -66,6 +67,7 @@ class _Daemon:
         self.board = Board(settings)
         self.listener = self._listen(settings.run.metrics_listen)
         self.runner = PassRunner(settings, kind, persistent=True)
+        self.readiness = ReadinessWatch()
         self._warm_up()
         self._warn_watchdog(settings)
         serving = (
@@ -90,9 +92,13 @@ class _Daemon:
                 self.notify.reloading()
                 self._reload()
                 ready = False
-            results = self.runner.run_all(Mode.APPLY)
-            for result in results:
+            results = []
+            for ran in self.runner.run_all(Mode.APPLY):
+                result, change = self.readiness.observe(ran)
                 log_pass(self.log, result)
+                if change:
+                    self.log.warning("readiness", cluster=result.cluster, summary=change)
+                results.append(result)
             self.board.record(results)
             self._report_to_systemd(results, first=not ready)
             ready = True
@@ -158,6 +164,7 @@ class _Daemon:
         self.runner = PassRunner(settings, self.kind, persistent=True)
         self._warm_up()
         self.board.reconfigure(settings)
+        self.readiness.forget({c.name for c in settings.clusters})
         wanted = settings.run.metrics_listen
         if (self.listener.address if self.listener else None) != wanted:
             if self.listener is not None:
