@@ -5,7 +5,7 @@ from tests.lab.docker_fixtures import checker_image, docker_engine, galera_image
 from tests.lab.galera_fixtures import galera, galera_lab
 from tests.lab.gr_fixtures import gr, gr_lab
 from tests.lab.proxysql_fixtures import private_proxysql, proxysql_admin, proxysql_lab
-from tests.lab.rig_fixtures import nodes, rig
+from tests.lab.rig_fixtures import gr_rig, nodes, rig
 
 __all__ = [
     "checker_image",
@@ -15,6 +15,7 @@ __all__ = [
     "galera_lab",
     "gr",
     "gr_lab",
+    "gr_rig",
     "nodes",
     "private_proxysql",
     "proxysql_admin",

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from checker_core.core.model import NodeAddress, ServerRow, ServerStatus
-from tests.integration.rig import HG, Daemon, PassRun, Rig, addresses
+from tests.integration.rig import HG, Daemon, PassRun, Rig
 from tests.lab.process import free_port, wait_until
 
 # a second cluster beside the lab's: its own hostgroups, one node nothing listens on
@@ -175,15 +174,6 @@ def test_a_desynced_reader_drains_before_it_leaves(
     galera.desync(3, False)
     rig.passes(1)
     assert n3 in rig.readers
-
-
-@pytest.fixture
-def gr_rig(gr: Any, proxysql_admin: Any, tmp_path: Path) -> Iterator[tuple[Rig, list[NodeAddress]]]:
-    members = addresses(gr.members)
-    rig = Rig("gr-checker", tmp_path, proxysql_admin)
-    rig.seed(dict.fromkeys(members, 100))
-    yield rig, members
-    rig.close()
 
 
 @pytest.mark.gr
