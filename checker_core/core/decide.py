@@ -163,8 +163,15 @@ def decide(
             remembered[node],
             drain_since=(since if since is not None else now) if draining else None,
         )
+    # a pass that loads nothing changes no drain: live drains keep the clock they had
+    live_drains = {n for _, n in layout.drains}
     unloaded = {
-        node: kept if any(n == node for _, n in layout.drains) else replace(kept, drain_since=None)
+        node: replace(
+            kept,
+            drain_since=memory[node].drain_since
+            if node in live_drains and node in memory
+            else None,
+        )
         for node, kept in remembered.items()
     }
     return Decision(
