@@ -45,6 +45,16 @@ def what_if_of(
     return WhatIf(POLICY, POLICY, view, probes, {}, cluster, 1000.0)
 
 
+def what_if_of_state(state: dict[str, object], **changes: object) -> WhatIf:
+    """A what-if over a random cluster state (test_galera_invariants.cluster_states)."""
+    weights, probes, live = state["weights"], state["probes"], state["live"]
+    assert isinstance(weights, dict) and isinstance(probes, dict) and isinstance(live, list)
+    rest = {k: v for k, v in state.items() if k not in ("live", "weights", "probes")}
+    cluster = cluster_settings(**rest, **changes)
+    view = view_of(rows_of(live, weights), cluster)
+    return WhatIf(POLICY, POLICY, view, probes, {}, cluster, 1000.0)
+
+
 def healthy() -> dict[NodeAddress, ProbeResult]:
     return {n: probe_ok(n) for n in WEIGHTS}
 
@@ -54,18 +64,11 @@ def healthy() -> dict[NodeAddress, ProbeResult]:
 def test_the_what_if_plan_is_the_plan_of_a_pass_whose_probes_say_those_nodes_are_down(
     state: dict[str, object], data: st.DataObject
 ) -> None:
-    weights = state["weights"]
-    probes = state["probes"]
-    live = state["live"]
-    assert isinstance(weights, dict) and isinstance(probes, dict) and isinstance(live, list)
-    settings_ = {k: v for k, v in state.items() if k not in ("live", "weights", "probes")}
-    retry_down = data.draw(st.integers(0, 3))
-    cluster = cluster_settings(**settings_, retry_down=retry_down)
-    view = view_of(rows_of(live, weights), cluster)
-    nodes = sorted(weights)
+    what_if = what_if_of_state(state, retry_down=data.draw(st.integers(0, 3)))
+    view, probes, cluster = what_if.view, what_if.probes, what_if.cluster
+    nodes = sorted(view.roster.addresses)
     down = data.draw(st.lists(st.sampled_from(nodes), min_size=1, max_size=len(nodes), unique=True))
     assumed = dict.fromkeys(down, Assumed.DOWN)
-    what_if = WhatIf(POLICY, POLICY, view, probes, {}, cluster, 1000.0)
     got = what_if.decision(assumed)
 
     failed = {**probes, **{n: refused_probe(n) for n in down}}
@@ -86,18 +89,12 @@ def test_the_what_if_plan_is_the_plan_of_a_pass_whose_probes_say_those_nodes_are
 def test_ready_exactly_when_every_single_loss_leaves_a_writer_and_a_reader(
     state: dict[str, object],
 ) -> None:
-    weights = state["weights"]
-    probes = state["probes"]
-    live = state["live"]
-    assert isinstance(weights, dict) and isinstance(probes, dict) and isinstance(live, list)
-    settings_ = {k: v for k, v in state.items() if k not in ("live", "weights", "probes")}
-    cluster = cluster_settings(**settings_)
-    view = view_of(rows_of(live, weights), cluster)
-    what_if = WhatIf(POLICY, POLICY, view, probes, {}, cluster, 1000.0)
+    what_if = what_if_of_state(state)
+    view, probes, cluster = what_if.view, what_if.probes, what_if.cluster
     current = decide(POLICY, view, probes, memory={}, cluster=cluster, in_use={}, now=1000.0)
     readiness = what_if.readiness(current)
     expected = bool(current.assignment.writers)
-    for node in sorted(weights):
+    for node in sorted(view.roster.addresses):
         after = what_if.decision({node: Assumed.DOWN}).plan.desired
         writers = [r for r in after if r.hostgroup_id == HG.writer and r.status.value == "ONLINE"]
         readers = [r for r in after if r.hostgroup_id == HG.reader and r.status.value == "ONLINE"]
