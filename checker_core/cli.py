@@ -203,7 +203,8 @@ def run_command(
     results = oneshot.run_passes(settings, inv.kind(), "dry_run", assumed)
     judged = {n for r in results if r.decision for n in r.decision.roster.addresses}
     unknown = sorted(set(assumed) - judged)
-    if unknown:
+    # a cluster whose pass stopped early (bad input, unreachable) says why below instead
+    if unknown and all(r.decision is not None for r in results):
         fail(
             f"--assume-{assumed[unknown[0]].label}: {', '.join(map(str, unknown))} is in no "
             "cluster's roster; nothing assumed",
