@@ -220,26 +220,13 @@ def _assumed(
     down: tuple[str, ...], lagging: tuple[str, ...], desync: tuple[str, ...]
 ) -> dict[NodeAddress, Assumed]:
     """HOST:PORT lists of the --assume-* options; one line and exit 2 for a bad one."""
-    from checker_core.core.hostname import host_problem
-    from checker_core.core.model import NodeAddress
     from checker_core.core.whatif import Assumed
 
     found: dict[NodeAddress, Assumed] = {}
-    for what, values in (
-        (Assumed.DOWN, down),
-        (Assumed.LAGGING, lagging),
-        (Assumed.DESYNC, desync),
-    ):
+    options = ((Assumed.DOWN, down), (Assumed.LAGGING, lagging), (Assumed.DESYNC, desync))
+    for what, values in options:
         for text in (part.strip() for value in values for part in value.split(",")):
-            host, _, port = text.rpartition(":")
-            problem = None if host and port.isdigit() else "expected HOST:PORT"
-            if problem is None:
-                problem = host_problem(host) or (
-                    None if 0 < int(port) < 65536 else "port out of range"
-                )
-            if problem is not None:
-                fail(f"--assume-{what.label} {text!r}: {problem}", Exit.BAD_INPUT)
-            node = NodeAddress(host, int(port))
+            node = _node_argument(f"--assume-{what.label}", text)
             if node in found and found[node] is not what:
                 fail(
                     f"--assume-{what.label} {text}: already assumed {found[node].label}",
@@ -247,6 +234,20 @@ def _assumed(
                 )
             found[node] = what
     return found
+
+
+def _node_argument(flag: str, text: str) -> NodeAddress:
+    """A HOST:PORT argument, or one line naming the flag and exit 2."""
+    from checker_core.core.hostname import host_problem
+    from checker_core.core.model import NodeAddress
+
+    host, _, port = text.rpartition(":")
+    problem = None if host and port.isdigit() else "expected HOST:PORT"
+    if problem is None:
+        problem = host_problem(host) or (None if 0 < int(port) < 65536 else "port out of range")
+    if problem is not None:
+        fail(f"{flag} {text!r}: {problem}", Exit.BAD_INPUT)
+    return NodeAddress(host, int(port))
 
 
 @click.command("status")
@@ -524,6 +525,54 @@ def healthcheck_command(inv: Invocation, listen: str | None, timeout_s: float) -
         fail(f"{url}: no answer ({exc})", Exit.FAILED)
 
 
+@click.command("switchover")
+@config_options
+@click.option("--to", "to", metavar="HOST:PORT", help="The node that is to write.")
+@click.option("--cluster", "cluster_name", help="The cluster (needed when the file has several).")
+@click.option("--release", is_flag=True, help="Drop the switchover's pin: weights decide again.")
+@click.option("--dry-run", is_flag=True, help="Print the plan and the SQL; change nothing.")
+@click.pass_obj
+def switchover_command(
+    inv: Invocation,
+    *,
+    config: Path | None,
+    overrides: tuple[str, ...],
+    to: str | None,
+    cluster_name: str | None,
+    release: bool,
+    dry_run: bool,
+) -> None:
+    """Move the writer on purpose (Galera): the old writer drains, then reads."""
+    from checker_core.edges.memory import StateStore
+    from checker_core.settings.schema import Checker
+    from checker_core.switchover import switchover
+
+    settings = load_settings(inv.merged(config, overrides))
+    if inv.checker is not Checker.GALERA:
+        fail(
+            "switchover: Group Replication's is not built yet; use "
+            "group_replication_set_as_primary(), the checker follows the group",
+            Exit.BAD_INPUT,
+        )
+    _known_cluster(settings, cluster_name)
+    if cluster_name is None and len(settings.clusters) > 1:
+        fail("switchover: --cluster NAME is needed with several clusters", Exit.BAD_INPUT)
+    cluster = next(c for c in settings.clusters if cluster_name in (None, c.name))
+    store = StateStore(settings.run.state_dir, inv.checker)
+    if release:
+        try:
+            store.pin_writer(cluster.name, None)
+        except OSError as exc:
+            fail(_state_dir_problem(store.state_dir, "remove the pin", exc), Exit.BAD_INPUT)
+        click.echo(f"cluster {cluster.name}: switchover pin released; weights decide again")
+        return
+    if to is None:
+        fail("switchover: --to HOST:PORT (or --release) is needed", Exit.BAD_INPUT)
+    target = _node_argument("--to", to)
+    code = switchover(settings, inv.kind(), cluster, target, dry_run=dry_run, say=click.echo)
+    sys.exit(int(code))
+
+
 def _known_cluster(settings: Settings, name: str | None) -> None:
     if name is not None and name not in {c.name for c in settings.clusters}:
         known = ", ".join(c.name for c in settings.clusters)
@@ -537,6 +586,7 @@ def _admin_exit(exc: Exception) -> Exit:
 
 
 COMMANDS = (
+    switchover_command,
     check_config,
     run_command,
     status_command,

@@ -13,7 +13,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from checker_core.core.decide import ClusterView, Decision, Policy, decide, view_of
@@ -475,6 +475,9 @@ class PassRunner:
 
     def _pass(self, cluster: ClusterSettings, mode: Mode, progress: PassProgress) -> PassResult:
         started = progress.started
+        pinned = self.store.writer_pin(cluster.name) if cluster.preferred_writer is None else None
+        if pinned is not None:
+            cluster = replace(cluster, preferred_writer=pinned)
         hostgroups = cluster.hostgroups
         probe_budget = self.settings.run.max_runtime_ms / 1000 * PROBE_SHARE
         probe_deadline = started + probe_budget

@@ -145,7 +145,9 @@ class GaleraPolicy:
         layout: LiveLayout,
         cluster: ClusterSettings,
     ) -> tuple[tuple[NodeAddress, ...], str]:
-        rules = WriterRules(cluster.max_writers, cluster.fail_back, cluster.main_segment)
+        rules = WriterRules(
+            cluster.max_writers, cluster.fail_back, cluster.main_segment, cluster.preferred_writer
+        )
         # G10: healthy writable nodes serve, lagging ones too (flow control bounds them); a
         # donor that still serves is the last resort
         return writers_by_weight(

@@ -15,6 +15,8 @@ class WriterRules:
     max_writers: int
     fail_back: bool
     main_segment: int | None
+    # a switchover's choice: first while it may write, whatever the weights and fail_back say
+    preferred: NodeAddress | None = None
 
 
 def writers_by_weight(
@@ -72,6 +74,10 @@ def writers_by_weight(
         (n for n in roster.addresses if n not in layout.writers and candidate(n, serving)), key=rank
     )
     limit = rules.max_writers
+    pinned = rules.preferred
+    if pinned is not None and candidate(pinned, serving):
+        rest = [n for n in held + current + others if n != pinned]
+        return tuple([pinned, *rest][:limit]), f"chosen by switchover ({pinned})"
     if rules.fail_back:
         ranked = sorted(current + others, key=rank)
         writers = (held + ranked)[:limit]

@@ -172,6 +172,26 @@ class StateStore:
             return f"{path} not written ({exc.strerror or exc}); retried next pass"
         return None
 
+    # ------------------------------------------------------------ a switchover's writer
+
+    def writer_pin_path(self, cluster: str) -> Path:
+        return self._path(cluster, "writer")
+
+    def writer_pin(self, cluster: str) -> NodeAddress | None:
+        """The writer a switchover chose, until released; None when none (or unreadable)."""
+        try:
+            return _node(self.writer_pin_path(cluster).read_text(encoding="utf-8").strip())
+        except (OSError, ValueError):
+            return None
+
+    def pin_writer(self, cluster: str, node: NodeAddress | None) -> None:
+        path = self.writer_pin_path(cluster)
+        if node is None:
+            path.unlink(missing_ok=True)
+            return
+        self.ensure_dir()
+        _atomic_write(path, f"{node}\n")
+
     # ------------------------------------------------------------ pause switch
 
     def paused(self, cluster: str) -> Path | None:

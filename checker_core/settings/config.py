@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from checker_core.core.hostname import host_problem
 from checker_core.core.leadership import ProxyAddress
-from checker_core.core.model import Hostgroups
+from checker_core.core.model import Hostgroups, NodeAddress
 from checker_core.settings.schema import (
     ENV_PREFIX,
     KEYS_BY_SECTION,
@@ -121,6 +121,9 @@ class ClusterSettings:
     drain_timeout_ms: int
     main_segment: int | None
     brownout: str
+    # not a configuration key: the writer a switchover chose (kept in the state directory),
+    # preferred over weights and fail_back while it is healthy, until released
+    preferred_writer: NodeAddress | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,130 @@
+"""A planned move of the writer (Galera): `switchover --to HOST:PORT`.
+
+The switchover is a pin, not a side channel: it records the chosen writer in the state directory,
+and every pass (this command's, a running daemon's, the scheduler's) prefers that node over
+weights and fail_back while it may write. The move itself is then an ordinary pass: the target
+becomes the writer and the old writer drains (OFFLINE_SOFT in the writer hostgroup, staged after
+the demotion, so no statement leaves two ONLINE writers) until its connections are done or
+drain_timeout_ms has passed, then takes its backup writer and reader places. The command runs
+passes until that is done. `switchover --release` removes the pin: weights and fail_back decide
+again from the next pass on.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from checker_core.core.model import NodeAddress, ServerStatus
+from checker_core.core.verdict import State
+from checker_core.exitcodes import Exit
+from checker_core.runner import Mode, Outcome, PassResult, PassRunner
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from checker_core.runner import CheckerKind
+    from checker_core.settings.config import ClusterSettings, Settings
+
+# between two passes of the move, at most: ProxySQL needs no more to show ConnUsed falling
+STEP_S = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why the target cannot take the writer role now."""
+
+    reason: str
+
+
+def refusal(result: PassResult, target: NodeAddress) -> Refusal | None:
+    """The target must be in the roster with a writer row, healthy, writable and not lagging;
+    a pass that could not judge the cluster refuses too."""
+    decision = result.decision
+    if decision is None or decision.blind:
+        return Refusal(f"the cluster could not be judged: {result.summary()}")
+    node = decision.roster.get(target)
+    if node is None:
+        return Refusal(f"{target} is not in the roster of cluster {result.cluster}")
+    if node.writer is None:
+        return Refusal(f"{target} has no row in the writer template: it may not write")
+    verdict = decision.verdicts[target]
+    if verdict.state is not State.HEALTHY:
+        return Refusal(f"{target} is {verdict.state.value}: {verdict.reason}")
+    if not verdict.writable:
+        return Refusal(f"{target} may not write: {verdict.reason}")
+    return None
+
+
+def moved(result: PassResult, target: NodeAddress) -> bool:
+    """The target writes alone and no demoted writer drains any more."""
+    decision = result.decision
+    if decision is None or result.outcome not in (Outcome.CHANGED, Outcome.UNCHANGED):
+        return False
+    hostgroup = decision.plan.hostgroups.writer
+    in_writer = [r for r in decision.plan.desired if r.hostgroup_id == hostgroup]
+    return [(r.node, r.status) for r in in_writer] == [(target, ServerStatus.ONLINE)]
+
+
+def switchover(
+    settings: Settings,
+    kind: CheckerKind,
+    cluster: ClusterSettings,
+    target: NodeAddress,
+    *,
+    dry_run: bool,
+    say: Callable[[str], None],
+) -> Exit:
+    """Check the target, pin it, and run passes until it writes alone (bounded by the drain
+    timeout and a few intervals); a dry-run prints the first pass's plan and changes nothing."""
+    runner = PassRunner(settings, kind)
+    try:
+        now = runner.run(cluster, Mode.STATUS)
+        refused = refusal(now, target)
+        if refused is not None:
+            say(f"cluster {cluster.name}: switchover to {target} refused: {refused.reason}")
+            return Exit.BAD_INPUT if now.outcome is not Outcome.FAILED else Exit.FAILED
+        if now.writers == (target,):
+            say(f"cluster {cluster.name}: {target} is the writer already; nothing to do")
+            runner.store.pin_writer(cluster.name, target)
+            return Exit.OK
+        pinned = replace(cluster, preferred_writer=target)
+        if dry_run:
+            from checker_core.report import render
+
+            say(render(runner.run(pinned, Mode.DRY_RUN), cluster.hostgroups, with_sql=True))
+            return Exit.OK
+        runner.store.pin_writer(cluster.name, target)
+        return _move(runner, pinned, target, say)
+    finally:
+        runner.close()
+
+
+def _move(
+    runner: PassRunner,
+    cluster: ClusterSettings,
+    target: NodeAddress,
+    say: Callable[[str], None],
+) -> Exit:
+    interval = runner.settings.run.interval_ms / 1000
+    limit = time.monotonic() + cluster.drain_timeout_ms / 1000 + 5 * interval
+    ran = False
+    while True:
+        result = runner.run(cluster, Mode.APPLY)
+        if result.outcome is not Outcome.BUSY:
+            ran = True
+            say(result.summary())
+        if result.outcome in (Outcome.FAILED, Outcome.BAD_INPUT):
+            return result.outcome.exit_code
+        if moved(result, target):
+            say(f"cluster {cluster.name}: switchover to {target} done")
+            return Exit.OK
+        if time.monotonic() >= limit:
+            why = "not finished in time" if ran else "the pass lock stayed held by another process"
+            say(
+                f"cluster {cluster.name}: switchover to {target}: {why}; the pin stays and "
+                "the next passes go on with it (switchover --release drops it)"
+            )
+            return Exit.FAILED
+        time.sleep(min(STEP_S, interval))
