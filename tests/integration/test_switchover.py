@@ -103,7 +103,8 @@ def test_a_running_daemon_follows_the_switchover_and_does_not_move_it_back(
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
             entry = daemon.next_pass()
-            assert entry["writers"] == [str(n2)], entry["summary"]
+            if entry["outcome"] != "busy":  # a pass of the switchover's held the lock
+                assert entry["writers"] == [str(n2)], entry["summary"]
         assert daemon.proc.poll() is None
     finally:
         assert daemon.stop() == 0
