@@ -19,7 +19,11 @@ from typing import TYPE_CHECKING, NoReturn, TextIO
 from checker_core.exitcodes import Exit
 
 if TYPE_CHECKING:
-    from checker_core.runner import CheckerKind, PassResult
+    from collections.abc import Iterable
+
+    from checker_core.core.model import ClusterRows
+    from checker_core.edges.proxysql import AdminClient
+    from checker_core.runner import CheckerKind, PassResult, PassRunner
     from checker_core.settings.config import Settings
     from checker_core.settings.schema import Checker
 
@@ -94,10 +98,47 @@ def run_passes(settings: Settings, kind: CheckerKind, mode_name: str) -> list[Pa
     from checker_core.runner import Mode, PassRunner
 
     runner = PassRunner(settings, kind)
+    guard_native_managers(runner)
     try:
         return runner.run_all(Mode(mode_name))
     finally:
         runner.close()
+
+
+def guard_native_managers(runner: PassRunner) -> None:
+    """Refuse a cluster whose hostgroups ProxySQL's own mysql_*_hostgroups tables manage too.
+
+    Checked on each admin connection the runner opens, at the moment a pass first needs it (so
+    the pass's early probes still overlap reaching ProxySQL), in one query for every cluster; a
+    refused cluster's read of its rows raises NativeManager, which its pass reports as bad
+    input, nothing changed."""
+    from checker_core.edges import native
+
+    connect = runner.admin
+    clusters = runner.settings.clusters
+    checked: set[int] = set()
+
+    def admin() -> AdminClient:
+        client = connect()
+        if id(client) in checked:
+            return client
+        checked.add(id(client))
+        refused = native.conflicts(client, clusters)
+        if refused:
+            read_rows = client.read_rows
+            by_hostgroups = {c.hostgroups.all: refused.get(c.name) for c in clusters}
+
+            def guarded(hostgroups: Iterable[int]) -> ClusterRows:
+                wanted = tuple(hostgroups)
+                reason = by_hostgroups.get(wanted)
+                if reason is not None:
+                    raise native.NativeManager(reason)
+                return read_rows(wanted)
+
+            client.read_rows = guarded  # type: ignore[method-assign]
+        return client
+
+    runner.admin = admin  # type: ignore[method-assign]
 
 
 def run(settings: Settings, kind: Callable[[], CheckerKind]) -> Exit:
@@ -145,12 +186,33 @@ def main(argv: Sequence[str], checker: Checker, kind: Callable[[], CheckerKind])
     return int(run(settings, kind))
 
 
+DEBUG_FLAG = "--debug"
+
+
 def entry(
     checker: Checker, kind: Callable[[], CheckerKind], build: Callable[[], Callable[[], object]]
 ) -> None:
     """A checker's console script: the scheduler's plain `run` without click; every other
-    command line goes to the click group `build` makes."""
-    code = main(sys.argv[1:], checker, kind)
-    if code is not None:
-        exit_now(code)
-    build()()
+    command line goes to the click group `build` makes.
+
+    Every input has a clear refusal of its own; should one still escape as an exception, the
+    user reads one line and how to see the rest (--debug, anywhere on the line), never a Python
+    traceback (a net, not the way any input is meant to be refused)."""
+    debug = DEBUG_FLAG in sys.argv[1:]
+    if debug:
+        sys.argv = [sys.argv[0], *(a for a in sys.argv[1:] if a != DEBUG_FLAG)]
+    try:
+        code = main(sys.argv[1:], checker, kind)
+        if code is not None:
+            exit_now(code)
+        build()()
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        if debug:
+            raise
+        sys.stderr.write(
+            f"{checker.command}: internal error: {type(exc).__name__}: {exc}; "
+            f"run it again with {DEBUG_FLAG} for the traceback, and report it\n"
+        )
+        exit_now(int(Exit.FAILED))
