@@ -180,6 +180,9 @@ def _read_file(path: Path) -> dict[str, Any]:
     try:
         if path.is_dir():
             raise ConfigError([Problem("config", f"{path} is a directory, not a TOML file")])
+        if path.exists() and not path.is_file():
+            # a FIFO or a device would block the read, or never end
+            raise ConfigError([Problem("config", f"{path} is not a regular file")])
         data = path.read_bytes()
     except OSError as exc:
         reason = exc.strerror or str(exc)
@@ -408,6 +411,9 @@ def _password_file(
     try:
         if path.is_dir():
             problems.append(Problem(where, f"{path} is a directory, not a file"))
+            return None
+        if path.exists() and not path.is_file():
+            problems.append(Problem(where, f"{path} is not a regular file"))
             return None
         data = path.read_bytes()
         mode = path.stat().st_mode

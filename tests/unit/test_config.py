@@ -357,11 +357,11 @@ def test_config_from_environment_variable(write_config: WriteConfig) -> None:
 def test_unusable_state_dir_is_bad_input_before_any_connection(
     write_config: WriteConfig, tmp_path: Path
 ) -> None:
+    import dataclasses
+
     from checker_core.exitcodes import Exit
     from checker_core.runner import Mode, Outcome, PassRunner
     from galera_checker.cli import kind
-
-    import dataclasses
 
     blocker = tmp_path / "a-file"
     blocker.write_text("")
