@@ -68,7 +68,7 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             "pass:pw",
             "-out",
             str(encrypted),
-        ],  # fmt: skip
+        ],
         check=True,
         capture_output=True,
         timeout=60,
