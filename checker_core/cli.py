@@ -281,7 +281,7 @@ def adopt_command(
         with AdminClient.connect(settings.proxysql) as admin:
             refused = native.conflicts(admin, settings.clusters)
             if refused:
-                fail("\n".join(refused.values()) + "\nnothing changed", Exit.BAD_INPUT)
+                fail("\n".join(f"{r} (nothing changed)" for r in refused.values()), Exit.BAD_INPUT)
             for cluster in settings.clusters:
                 if dry_run:
                     _adopt(admin, cluster, force, dry_run=True)

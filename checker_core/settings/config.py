@@ -156,17 +156,7 @@ class ConfigError(Exception):
 
 
 class _Text(str):
-    """A value typed by a person in the environment or on the command line: parse it.
-
-    `origin` is the variable or flag it came from, so a problem names what the operator typed,
-    not a key of a file that may not even hold it."""
-
-    origin = ""
-
-    def __new__(cls, value: str, origin: str = "") -> _Text:
-        text = super().__new__(cls, value)
-        text.origin = origin
-        return text
+    """A value typed by a person in the environment or on the command line: parse it."""
 
 
 # ---------------------------------------------------------------- reading and merging
@@ -263,7 +253,9 @@ def _env_overrides(env: Mapping[str, str], problems: list[Problem]) -> list[tupl
 
 def _apply_overrides(
     raw: dict[str, Any], overrides: Sequence[tuple[str, str, str]], problems: list[Problem]
-) -> None:
+) -> dict[str, str]:
+    """Put the values in `raw`; returns {key path: the variable or flag it came from}."""
+    origins: dict[str, str] = {}
     for origin, path, value in overrides:
         parsed = _parse_path(path, origin, problems)
         if parsed is None:
@@ -283,7 +275,19 @@ def _apply_overrides(
         else:
             target = raw.setdefault(section, {})
         if isinstance(target, dict):
-            target[key] = _Text(value, origin)
+            target[key] = _Text(value)
+            where = section if index is None else f"{section}[{index}]"
+            origins[f"{where}.{key}"] = origin
+    return origins
+
+
+def _named_after_origin(problems: list[Problem], origins: Mapping[str, str]) -> list[Problem]:
+    """A problem with a value from the environment or --set names where it came from, not only
+    the key of a file that may not even hold it."""
+    return [
+        Problem(f"{origins[p.key]} ({p.key})", p.message) if p.key in origins else p
+        for p in problems
+    ]
 
 
 # ---------------------------------------------------------------- validation
@@ -296,8 +300,6 @@ def _shown(key: Key, value: object) -> str:
 
 def _coerce(key: Key, value: object, where: str, problems: list[Problem]) -> object:
     """Check one value against its Key; None when it is bad (the problem is recorded)."""
-    if isinstance(value, _Text) and value.origin:
-        where = f"{value.origin} ({where})"
     if key.kind is bool:
         if isinstance(value, bool):
             return value
@@ -391,8 +393,8 @@ def _password(
     if path is not None:
         return _password_file(Path(str(path)), f"{where}.password_file", problems, warnings)
     if inline is None:
-        key = f"{where}.password"
-        if any(p.key == key or p.key.endswith(f"({key})") for p in problems):
+        given = (f"{where}.password", f"{where}.password_file")
+        if any(p.key in given for p in problems):
             return None  # given, but bad: that problem is already said, and it is not missing
         problems.append(Problem(f"{where}.password", "missing (set password or password_file)"))
         return None
@@ -764,7 +766,7 @@ def load(
             problems.append(Problem(f"--set {name}", secret))
             continue
         cli_pairs.append((f"--set {name}", name, value))
-    _apply_overrides(raw, env_pairs + cli_pairs, problems)
+    origins = _apply_overrides(raw, env_pairs + cli_pairs, problems)
 
     for section in raw:
         if section not in SECTIONS:
@@ -818,7 +820,7 @@ def load(
     cluster_address = _proxy_address(proxysql_values.get("cluster_address"), problems)
 
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(_named_after_origin(problems, origins))
     assert proxysql_endpoint is not None and monitor is not None and run is not None
     return Settings(
         checker=checker,
