@@ -116,13 +116,14 @@ def guard_native_managers(runner: PassRunner) -> None:
 
     connect = runner.admin
     clusters = runner.settings.clusters
-    checked: set[int] = set()
+    # the client last checked, held (not its id: a new connection may reuse a dropped one's)
+    checked: list[AdminClient] = []
 
     def admin() -> AdminClient:
         client = connect()
-        if id(client) in checked:
+        if checked and checked[0] is client:
             return client
-        checked.add(id(client))
+        checked[:] = [client]
         refused = native.conflicts(client, clusters)
         if refused:
             read_rows = client.read_rows

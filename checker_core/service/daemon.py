@@ -17,6 +17,7 @@ from types import FrameType
 from typing import Any
 
 from checker_core.edges import tls
+from checker_core.oneshot import guard_native_managers
 from checker_core.report import log_pass
 from checker_core.runner import CheckerKind, Mode, PassResult, PassRunner
 from checker_core.service.board import Board
@@ -66,6 +67,7 @@ class _Daemon:
         self.board = Board(settings)
         self.listener = self._listen(settings.run.metrics_listen)
         self.runner = PassRunner(settings, kind, persistent=True)
+        guard_native_managers(self.runner)
         self._warm_up()
         self._warn_watchdog(settings)
         serving = (
@@ -156,6 +158,7 @@ class _Daemon:
         self.runner.close()
         tls.forget()  # certificate files are read again, as the configuration is
         self.runner = PassRunner(settings, self.kind, persistent=True)
+        guard_native_managers(self.runner)
         self._warm_up()
         self.board.reconfigure(settings)
         wanted = settings.run.metrics_listen

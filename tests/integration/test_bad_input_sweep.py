@@ -801,6 +801,17 @@ ADMIN = [
         )
         for args in (("run",), ("adopt",))
     ),
+    Case(
+        "silent-admin-past-the-deadline",
+        "no answer before the pass's deadline (run.max_runtime_ms)",
+        code=1,
+        args=("run",),
+        sets=(
+            ("proxysql", "port", "{silent_port}"),
+            ("proxysql", "connect_timeout_ms", "10000"),
+            ("run", "max_runtime_ms", "600"),
+        ),
+    ),
 ]
 
 CASES = (
@@ -1153,3 +1164,27 @@ def test_unix_socket_row_is_not_refused_nor_looked_up_by_name(world: World) -> N
     assert "Name or service not known" not in result.output
     assert "bad_input" not in result.output and "bad input" not in result.output
     assert str(socket_path) in result.output
+
+
+def test_the_daemon_refuses_a_natively_managed_cluster(world: World) -> None:
+    """The daemon's runner (persistent connections) is guarded as a scheduler pass is."""
+    from checker_core.oneshot import guard_native_managers
+    from checker_core.runner import Mode, Outcome, PassRunner
+    from checker_core.settings.config import load
+    from galera_checker.cli import kind
+
+    path = world.tmp / "checker.toml"
+    path.write_text(world.fill(render(base_config(world), ())))
+    path.chmod(0o600)
+    with admin_cursor(world.lab) as cur:
+        cur.execute(_NATIVE["gr"])
+    before = snapshot(world)
+    runner = PassRunner(load(path, Checker.GALERA, env={}), kind(), persistent=True)
+    guard_native_managers(runner)
+    try:
+        (result,) = runner.run_all(Mode.APPLY)
+    finally:
+        runner.close()
+    assert result.outcome is Outcome.BAD_INPUT
+    assert "mysql_group_replication_hostgroups (staged) manages hostgroup 100" in result.message
+    assert snapshot(world) == before
