@@ -1188,3 +1188,53 @@ def test_the_daemon_refuses_a_natively_managed_cluster(world: World) -> None:
     assert result.outcome is Outcome.BAD_INPUT
     assert "mysql_group_replication_hostgroups (staged) manages hostgroup 100" in result.message
     assert snapshot(world) == before
+
+
+@pytest.mark.parametrize(
+    ("sets", "args", "code", "needle"),
+    [
+        (
+            (("proxysql", "password_file", '"{tmp}/binary.pw"'),),
+            ("run",),
+            2,
+            "proxysql.password_file: {tmp}/binary.pw is not UTF-8 text",
+        ),
+        (
+            (("proxysql", "port", "{banner_port}"),),
+            ("check-config",),
+            2,
+            "does not speak the MySQL protocol",
+        ),
+        ((), ("--set", "monitor.password=hunter2", "run"), 2, "--set monitor.password: a password"),
+        ((), ("healthcheck", "--timeout", "nan"), 2, "--timeout: nan is not a number of seconds"),
+    ],
+    ids=["binary-password-file", "not-mysql", "secret-on-argv", "healthcheck-nan"],
+)
+def test_a_real_process_prints_no_traceback(
+    world: World, sets: tuple[tuple[str, str, str], ...], args: tuple[str, ...], code: int,
+    needle: str,
+) -> None:  # fmt: skip
+    """The console entry as ProxySQL or a shell starts it (argv, the lean path, the net)."""
+    import subprocess
+    import sys
+
+    path = world.tmp / "checker.toml"
+    path.write_text(world.fill(render(base_config(world), sets)))
+    path.chmod(0o600)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHECKER_")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    before = snapshot(world)
+    done = subprocess.run(
+        [sys.executable, "-m", "galera_checker", f"--config={path}", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == code, output
+    assert "Traceback" not in output
+    assert world.fill(needle) in output
+    assert "hunter2" not in output
+    assert snapshot(world) == before
