@@ -93,6 +93,8 @@ def make_group(checker: Checker, help_text: str, kind: Callable[[], CheckerKind]
 def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...]) -> None:
     """Validate the configuration; list every problem with its key (exit 2) or summarise it."""
     settings = load_settings(inv.merged(config, overrides))
+    # what only ProxySQL can tell is asked first: a refusal must not follow an "ok"
+    cluster_line = _proxysql_cluster_line(settings)
     click.echo(f"{settings.source}: ok ({inv.checker.command})")
     proxysql = settings.proxysql
     click.echo(
@@ -115,34 +117,49 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
             f"templates {hg.config_writer}/{hg.config_reader}, max_writers {cluster.max_writers}, "
             f"writer_is_also_reader {cluster.writer_is_also_reader}"
         )
-    click.echo(f"  ProxySQL Cluster: {_proxysql_cluster_line(settings)}")
+    click.echo(f"  ProxySQL Cluster: {cluster_line}")
     for warning in settings.warnings:
         click.echo(f"warning: {warning}", err=True)
 
 
+def _bad_input(settings: Settings, problems: list[str]) -> NoReturn:
+    lines = [f"{settings.source}: {len(problems)} problem(s):", *(f"  {p}" for p in problems)]
+    fail("\n".join(lines), Exit.BAD_INPUT)
+
+
 def _proxysql_cluster_line(settings: Settings) -> str:
-    """Whether this checker would act; an address its proxy does not list is bad input (exit 2).
-    The one check that asks ProxySQL: an unreachable admin is reported, not an error here."""
+    """Whether this checker would act. What ProxySQL says that makes a pass refuse is bad input
+    here too (exit 2): credentials it refuses, a port that is not its admin, a native manager
+    of the same hostgroups, an address its proxy does not list. An unreachable admin is
+    reported, not an error here."""
     from checker_core.core.leadership import NotAPeer
     from checker_core.core.peers import PeerMemory, choose_actor
-    from checker_core.edges.proxysql import AdminClient, AdminError
+    from checker_core.edges import native
+    from checker_core.edges.proxysql import AdminAccessDenied, AdminClient, AdminError
     from checker_core.edges.proxysql_peers import list_peers, read_cluster_view
 
     proxysql = settings.proxysql
-    if proxysql.cluster == "off":
-        return "off (this checker acts whatever the peers)"
     try:
         with AdminClient.connect(proxysql) as admin:
+            refused = native.conflicts(admin, settings.clusters)
+            if refused:
+                _bad_input(settings, list(refused.values()))
+            if proxysql.cluster == "off":
+                return "off (this checker acts whatever the peers)"
             listed = list_peers(admin)
             view = read_cluster_view(admin, proxysql.me, listed) if listed else None
+    except AdminAccessDenied as exc:
+        _bad_input(settings, [str(exc)])
     except AdminError as exc:
+        if proxysql.cluster == "off":
+            return f"off (this checker acts whatever the peers); admin not checked ({exc})"
         return f"not checked ({exc})"
     if view is None:
         return "no peers in runtime_proxysql_servers (this checker acts alone)"
     try:
         leadership = choose_actor(view, PeerMemory())
     except NotAPeer as exc:
-        fail(f"{settings.source}: 1 problem(s):\n  {exc}", Exit.BAD_INPUT)
+        _bad_input(settings, [str(exc)])
     return f"this proxy is {proxysql.me}; {leadership.reason}"
 
 
@@ -326,8 +343,13 @@ def adopt_command(
 
     settings = load_settings(inv.merged(config, overrides))
     store = StateStore(settings.run.state_dir, inv.checker)
+    from checker_core.edges import native
+
     try:
         with AdminClient.connect(settings.proxysql) as admin:
+            refused = native.conflicts(admin, settings.clusters)
+            if refused:
+                fail("\n".join(f"{r} (nothing changed)" for r in refused.values()), Exit.BAD_INPUT)
             for cluster in settings.clusters:
                 if dry_run:
                     _adopt(admin, cluster, force, dry_run=True)
@@ -406,50 +428,67 @@ def _adopt(admin: AdminClient, cluster: ClusterSettings, force: bool, *, dry_run
 
 @click.command("pause")
 @config_options
-@click.option("--cluster", "cluster_name", help="Pause one cluster (default: all).")
+@click.option(
+    "--cluster",
+    "cluster_names",
+    multiple=True,
+    help="Pause this cluster (repeat for several; default: all).",
+)
 @click.option("--reason", default="paused by an operator", help="Kept in the pause file.")
 @click.pass_obj
 def pause_command(
     inv: Invocation,
     config: Path | None,
     overrides: tuple[str, ...],
-    cluster_name: str | None,
+    cluster_names: tuple[str, ...],
     reason: str,
 ) -> None:
     """Passes observe and log, and change nothing, until resume."""
     from checker_core.edges.memory import StateStore
 
     settings = load_settings(inv.merged(config, overrides))
-    _known_cluster(settings, cluster_name)
+    _known_clusters(settings, cluster_names)
+    if "\n" in reason or "\x00" in reason:
+        fail("--reason: one line, without control characters", Exit.BAD_INPUT)
     store = StateStore(settings.run.state_dir, inv.checker)
-    try:
-        path = store.pause(cluster_name, reason)
-    except OSError as exc:
-        fail(_state_dir_problem(store.state_dir, "write the pause file", exc), Exit.BAD_INPUT)
-    click.echo(f"paused {cluster_name or 'all clusters'}: {path}")
+    for name in _targets(cluster_names):
+        try:
+            path = store.pause(name, reason)
+        except OSError as exc:
+            fail(_state_dir_problem(store.state_dir, "write the pause file", exc), Exit.BAD_INPUT)
+        click.echo(f"paused {name or 'all clusters'}: {path}")
+
+
+def _targets(names: tuple[str, ...]) -> tuple[str | None, ...]:
+    """Each named cluster once, in the order given; none named: the all-clusters switch."""
+    return tuple(dict.fromkeys(names)) or (None,)
 
 
 @click.command("resume")
 @config_options
 @click.option(
-    "--cluster", "cluster_name", help="Resume one cluster (default: the all-clusters switch)."
+    "--cluster",
+    "cluster_names",
+    multiple=True,
+    help="Resume this cluster (repeat for several; default: the all-clusters switch).",
 )
 @click.pass_obj
 def resume_command(
-    inv: Invocation, config: Path | None, overrides: tuple[str, ...], cluster_name: str | None
+    inv: Invocation, config: Path | None, overrides: tuple[str, ...], cluster_names: tuple[str, ...]
 ) -> None:
     """Undo pause."""
     from checker_core.edges.memory import StateStore
 
     settings = load_settings(inv.merged(config, overrides))
-    _known_cluster(settings, cluster_name)
-    target = cluster_name or "all clusters"
+    _known_clusters(settings, cluster_names)
     store = StateStore(settings.run.state_dir, inv.checker)
-    try:
-        removed = store.resume(cluster_name)
-    except OSError as exc:
-        fail(_state_dir_problem(store.state_dir, "remove the pause file", exc), Exit.BAD_INPUT)
-    click.echo(f"resumed {target}" if removed else f"{target} was not paused")
+    for name in _targets(cluster_names):
+        target = name or "all clusters"
+        try:
+            removed = store.resume(name)
+        except OSError as exc:
+            fail(_state_dir_problem(store.state_dir, "remove the pause file", exc), Exit.BAD_INPUT)
+        click.echo(f"resumed {target}" if removed else f"{target} was not paused")
 
 
 def _state_dir_problem(state_dir: Path, what: str, exc: OSError) -> str:
@@ -465,30 +504,79 @@ def install_scheduler_command(
 ) -> None:
     """Print (or with --apply, install) the ProxySQL scheduler row for this config file."""
     from checker_core.edges.proxysql import AdminClient, AdminError
-    from checker_core.scheduler import existing_row_id, install_statements, scheduler_row
+    from checker_core.scheduler import (
+        NoExecutable,
+        executable,
+        existing_row_ids,
+        install_statements,
+        retire_statements,
+        scheduler_row,
+    )
 
     merged = inv.merged(config, overrides)
     settings = load_settings(merged)
     assert merged.config is not None
-    row = scheduler_row(inv.checker, merged.config, settings.run.interval_ms)
+    try:
+        script = executable(inv.checker)
+    except NoExecutable as exc:
+        fail(str(exc), Exit.BAD_INPUT)
+    row = scheduler_row(inv.checker, merged.config, settings.run.interval_ms, script.path)
+    for warning in _row_warnings(merged, script.other_on_path, row.filename):
+        click.echo(f"warning: {warning}", err=True)
     if not apply_row:
         for statement in install_statements(row, None):
             click.echo(statement.render())
         return
     try:
         with AdminClient.connect(settings.proxysql) as admin:
-            row_id = existing_row_id(admin, row)
-            for statement in install_statements(row, row_id):
+            found = existing_row_ids(admin, inv.checker, merged.config)
+            row_id = found[0] if found else None
+            statements = install_statements(row, row_id)
+            # the same file's other rows (another spelling, another path of the script) would
+            # run a second checker on the same clusters: switched off in the same LOAD
+            statements = statements[:1] + retire_statements(found[1:]) + statements[1:]
+            for statement in statements:
                 admin.execute(statement.sql, statement.params)
     except AdminError as exc:
         fail(str(exc), _admin_exit(exc))
-    action = "updated" if row_id else "inserted"
+    action = f"updated (id {row_id})" if row_id else "inserted"
     click.echo(
         f"scheduler row {action}: {row.filename} {row.arg1} {row.arg2} every {row.interval_ms} ms"
     )
+    for other in found[1:]:
+        click.echo(f"scheduler row id {other} ran the same configuration file: set active = 0")
+
+
+def _row_warnings(inv: Invocation, other: str | None, filename: str) -> list[str]:
+    """What the row will not carry, or may not run, that the operator would expect."""
+    import os
+
+    from checker_core.settings.config import CONFIG_ENV
+    from checker_core.settings.schema import ENV_PREFIX
+
+    found = []
+    if inv.overrides:
+        given = ", ".join(f"--set {o.partition('=')[0]}" for o in inv.overrides)
+        found.append(
+            f"{given} not in the scheduler row: it names only the configuration file, so "
+            "put these settings in that file"
+        )
+    env = sorted(v for v in os.environ if v.startswith(ENV_PREFIX) and v != CONFIG_ENV)
+    if env:
+        found.append(
+            f"{', '.join(env)} not in the scheduler row: ProxySQL runs it with an empty "
+            "environment, so put these settings in the configuration file"
+        )
+    if other is not None:
+        found.append(
+            f"PATH's first {Path(filename).name} is {other}, another installation; the row "
+            f"names this one, {filename}: remove or upgrade the other so a shell runs the same"
+        )
+    return found
 
 
 DEFAULT_LISTEN = "127.0.0.1:9140"
+MAX_HEALTH_TIMEOUT_S = 3600.0
 
 
 @click.command("healthcheck")
@@ -503,10 +591,21 @@ DEFAULT_LISTEN = "127.0.0.1:9140"
 @click.pass_obj
 def healthcheck_command(inv: Invocation, listen: str | None, timeout_s: float) -> None:
     """Ask a running daemon's /health: exit 0 when healthy, 1 otherwise (for HEALTHCHECK)."""
+    import http.client
+    import math
     import urllib.error
     import urllib.request
 
     from checker_core.service.listen import ListenAddress
+
+    if not math.isfinite(timeout_s) or timeout_s <= 0 or timeout_s > MAX_HEALTH_TIMEOUT_S:
+        fail(
+            f"--timeout: {timeout_s} is not a number of seconds between 0 and "
+            f"{MAX_HEALTH_TIMEOUT_S:g} (e.g. --timeout 3)",
+            Exit.BAD_INPUT,
+        )
+    if listen is not None and any(c.isspace() for c in listen):
+        fail(f"--listen: {listen!r} holds a space: expected HOST:PORT", Exit.BAD_INPUT)
 
     if listen is None and inv.config is not None:
         configured = load_settings(inv).run.metrics_listen
@@ -521,6 +620,13 @@ def healthcheck_command(inv: Invocation, listen: str | None, timeout_s: float) -
             click.echo(answer.read().decode(errors="replace").strip())
     except urllib.error.HTTPError as exc:
         fail(exc.read().decode(errors="replace").strip() or f"{url}: {exc}", Exit.FAILED)
+    except (http.client.HTTPException, UnicodeError) as exc:
+        # something answers there, but not the daemon's HTTP listener
+        fail(
+            f"{url}: the service there does not answer HTTP ({type(exc).__name__}); "
+            "is --listen (run.metrics_listen) the daemon's listener?",
+            Exit.FAILED,
+        )
     except OSError as exc:
         fail(f"{url}: no answer ({exc})", Exit.FAILED)
 
@@ -554,7 +660,7 @@ def switchover_command(
             "group_replication_set_as_primary(), the checker follows the group",
             Exit.BAD_INPUT,
         )
-    _known_cluster(settings, cluster_name)
+    _known_clusters(settings, () if cluster_name is None else (cluster_name,))
     if cluster_name is None and len(settings.clusters) > 1:
         fail("switchover: --cluster NAME is needed with several clusters", Exit.BAD_INPUT)
     cluster = next(c for c in settings.clusters if cluster_name in (None, c.name))
@@ -573,10 +679,13 @@ def switchover_command(
     sys.exit(int(code))
 
 
-def _known_cluster(settings: Settings, name: str | None) -> None:
-    if name is not None and name not in {c.name for c in settings.clusters}:
-        known = ", ".join(c.name for c in settings.clusters)
-        fail(f"--cluster {name}: no such cluster (known: {known})", Exit.BAD_INPUT)
+def _known_clusters(settings: Settings, names: tuple[str, ...]) -> None:
+    """Every name checked before anything is written: one unknown name changes nothing."""
+    known = {c.name for c in settings.clusters}
+    for name in names:
+        if name not in known:
+            listed = ", ".join(c.name for c in settings.clusters)
+            fail(f"--cluster {name}: no such cluster (known: {listed})", Exit.BAD_INPUT)
 
 
 def _admin_exit(exc: Exception) -> Exit:

@@ -154,12 +154,33 @@ def main(argv: Sequence[str], checker: Checker, kind: Callable[[], CheckerKind])
     return int(run(settings, kind))
 
 
+DEBUG_FLAG = "--debug"
+
+
 def entry(
     checker: Checker, kind: Callable[[], CheckerKind], build: Callable[[], Callable[[], object]]
 ) -> None:
     """A checker's console script: the scheduler's plain `run` without click; every other
-    command line goes to the click group `build` makes."""
-    code = main(sys.argv[1:], checker, kind)
-    if code is not None:
-        exit_now(code)
-    build()()
+    command line goes to the click group `build` makes.
+
+    Every input has a clear refusal of its own; should one still escape as an exception, the
+    user reads one line and how to see the rest (--debug, anywhere on the line), never a Python
+    traceback (a net, not the way any input is meant to be refused)."""
+    debug = DEBUG_FLAG in sys.argv[1:]
+    if debug:
+        sys.argv = [sys.argv[0], *(a for a in sys.argv[1:] if a != DEBUG_FLAG)]
+    try:
+        code = main(sys.argv[1:], checker, kind)
+        if code is not None:
+            exit_now(code)
+        build()()
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        if debug:
+            raise
+        sys.stderr.write(
+            f"{checker.command}: internal error: {type(exc).__name__}: {exc}; "
+            f"run it again with {DEBUG_FLAG} for the traceback, and report it\n"
+        )
+        exit_now(int(Exit.FAILED))

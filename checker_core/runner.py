@@ -242,6 +242,10 @@ class PassRunner:
         self._admin: AdminClient | None = None
         self._peers: PeerMemory | None = None
         self._alone_until = 0.0  # monotonic: the daemon found no peers; asks again after this
+        # ProxySQL's own managers of our hostgroups: the refusals, from which connection, till when
+        self._native: dict[str, str] = {}
+        self._native_checked_by: AdminClient | None = None
+        self._native_until = 0.0
         # the daemon's last roster per cluster: probed while ProxySQL's rows are being read
         self._last_roster: dict[str, tuple[NodeAddress, ...]] = {}
         # failures a what-if dry-run assumes (run --dry-run --assume-down ...)
@@ -259,6 +263,22 @@ class PassRunner:
             self._admin.close()
             self._admin = None
         self.prober.close()
+
+    def _refuse_native_manager(self, admin: AdminClient, cluster: ClusterSettings) -> None:
+        """A cluster whose hostgroups ProxySQL's own mysql_*_hostgroups tables manage too is
+        bad input: two managers would fight over every server. Asked once per scheduler pass,
+        and by the daemon once per connection and then every PEERS_RECHECK_S; before anything
+        is written."""
+        from checker_core.edges import native
+
+        due = self._native_checked_by is not admin or self.monotonic() >= self._native_until
+        if due:
+            self._native = native.conflicts(admin, self.settings.clusters)
+            self._native_checked_by = admin
+            self._native_until = self.monotonic() + PEERS_RECHECK_S
+        refused = self._native.get(cluster.name)
+        if refused is not None:
+            raise native.NativeManager(refused)
 
     def _listed_peers(self, admin: AdminClient) -> tuple[ProxyAddress, ...]:
         """The proxy's ProxySQL Cluster peers: none with cluster = off, nor while the daemon
@@ -514,7 +534,8 @@ class PassRunner:
                 "to probe; nothing changed",
             )
         # asked while the probes are under way: for a proxy without peers, the usual case,
-        # the question then costs the pass no wait of its own
+        # these questions then cost the pass no wait of their own
+        self._refuse_native_manager(admin, cluster)
         listed = self._listed_peers(admin)
         probes = self._probe_roster(roster.addresses, pending, probe_deadline)
         if probes and all(p.error and ACCESS_DENIED in p.error for p in probes.values()):

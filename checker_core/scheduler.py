@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,21 +21,54 @@ class SchedulerRow:
     comment: str
 
 
-def executable(checker: Checker) -> str:
-    """The absolute path of the checker: ProxySQL runs it with an empty environment (no PATH)."""
+class NoExecutable(Exception):
+    """No script of this checker to name in the row; the message says where it was looked for."""
+
+
+@dataclass(frozen=True, slots=True)
+class Executable:
+    path: str
+    # another installation's script that PATH would find first, if any: the operator may be
+    # running one version while a shell (or an older row) runs another
+    other_on_path: str | None = None
+
+
+def executable(checker: Checker) -> Executable:
+    """The absolute path of this installation's script of the checker: ProxySQL runs it with
+    an empty environment (no PATH). This installation's: the script that started us, else the
+    one beside this Python (a venv's bin, also when run as `python -m` with that bin not on
+    PATH), and only then PATH's."""
     argv0 = Path(sys.argv[0])
-    if argv0.name == checker.command and argv0.exists():
-        return str(argv0.resolve())
+    beside = Path(sys.executable).parent / checker.command
+    chosen: Path | None = None
+    if argv0.name == checker.command and argv0.is_file():
+        chosen = argv0
+    elif beside.is_file():
+        chosen = beside
     found = shutil.which(checker.command)
-    if found is None:
-        raise FileNotFoundError(f"{checker.command} is not on PATH; install the package first")
-    return str(Path(found).resolve())
+    if chosen is None:
+        if found is None:
+            raise NoExecutable(
+                f"no {checker.command} script beside this Python ({sys.executable}) nor on "
+                f"PATH: run install-scheduler with the {checker.command} script itself, the "
+                "one the scheduler row must name"
+            )
+        return Executable(str(Path(found).resolve()))
+    path = str(chosen.resolve())
+    other = None if found is None else str(Path(found).resolve())
+    return Executable(path, other if other not in (None, path) and not _shim(other) else None)
 
 
-def scheduler_row(checker: Checker, config: Path, interval_ms: int) -> SchedulerRow:
+def _shim(path: str | None) -> bool:
+    """A version manager's shim (pyenv's, for one) hands over to the active Python's script: not
+    another installation."""
+    return path is not None and "/shims/" in path
+
+
+def scheduler_row(checker: Checker, config: Path, interval_ms: int, filename: str) -> SchedulerRow:
     return SchedulerRow(
         interval_ms=interval_ms,
-        filename=executable(checker),
+        filename=filename,
         arg1=f"--config={config.resolve()}",
         arg2="run",
         comment=f"proxysql-checkers {checker.value}",
@@ -57,10 +91,59 @@ def install_statements(row: SchedulerRow, existing_id: int | None) -> tuple[Stat
     return (write, Statement("LOAD SCHEDULER TO RUNTIME"), Statement("SAVE SCHEDULER TO DISK"))
 
 
-def existing_row_id(admin: AdminClient, row: SchedulerRow) -> int | None:
-    """A scheduler row already running this checker with this config (so install is idempotent)."""
+def config_named(args: Sequence[object]) -> str | None:
+    """The configuration file a scheduler row's arguments name, however spelt: `--config=PATH`,
+    `--config PATH` and `-c PATH` (two arguments), `-cPATH`, or `--config PATH` typed into one
+    argument."""
+    words: list[str] = []
+    for arg in args:
+        if arg is None:
+            continue
+        words.extend(str(arg).split())
+    for index, word in enumerate(words):
+        if word.startswith("--config="):
+            return word.partition("=")[2]
+        if word in ("--config", "-c") and index + 1 < len(words):
+            return words[index + 1]
+        if word.startswith("-c") and len(word) > 2 and not word.startswith("--"):
+            return word[2:]
+    return None
+
+
+def _same_file(named: str, config: Path) -> bool:
+    try:
+        return Path(named).resolve() == config.resolve()
+    except (OSError, ValueError):
+        return False
+
+
+def _runs_checker(filename: object, args: Sequence[object], checker: Checker) -> bool:
+    """A row of this checker: its script (any path to it), or its module under a Python."""
+    if Path(str(filename or "")).name == checker.command:
+        return True
+    module = checker.command.replace("-", "_")
+    return any(str(a or "") == module for a in args)
+
+
+def existing_row_ids(admin: AdminClient, checker: Checker, config: Path) -> list[int]:
+    """Scheduler rows already running this checker with this config file, whatever path of the
+    script they name and however they spell the argument (so install is idempotent and never
+    adds a second checker running the same file)."""
     found = admin.execute(
-        "SELECT id FROM scheduler WHERE filename = %s AND arg1 = %s ORDER BY id",
-        (row.filename, row.arg1),
+        "SELECT id, filename, arg1, arg2, arg3, arg4, arg5 FROM scheduler ORDER BY id"
     )
-    return int(found[0][0]) if found else None
+    ids = []
+    for row_id, filename, *args in found:
+        named = config_named(args)
+        if (
+            named is not None
+            and _same_file(named, config)
+            and _runs_checker(filename, args, checker)
+        ):
+            ids.append(int(row_id))
+    return ids
+
+
+def retire_statements(ids: Sequence[int]) -> tuple[Statement, ...]:
+    """The rows beyond the one kept: switched off (kept for the operator to delete)."""
+    return tuple(Statement("UPDATE scheduler SET active = 0 WHERE id = %s", (i,)) for i in ids)

@@ -9,6 +9,7 @@ one `LOAD MYSQL SERVERS TO RUNTIME` that makes all of them live at once (rule S2
 from __future__ import annotations
 
 import contextlib
+import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ _PLACEHOLDERS = ", ".join(["%s"] * len(COLUMNS))
 # PyMySQL/MySQL client error numbers that mean "no server answered"
 _UNREACHABLE_CODES = {2003, 2006, 2013, 2055}
 _ACCESS_DENIED = 1045
+_LOST = 2013  # CR_SERVER_LOST: during connect, no greeting came
 # far more rows than any cluster's hostgroups hold, runtime and staging together
 _PARSED_ROWS_KEPT = 4096
 
@@ -49,6 +51,12 @@ class AdminUnreachable(AdminError):
 
 class AdminAccessDenied(AdminError):
     """ProxySQL refused the credentials (bad input: exit code 2)."""
+
+
+class AdminBadEndpoint(AdminAccessDenied):
+    """The settings cannot reach an admin interface at all, whatever ProxySQL does: the port
+    names a service that is not MySQL, or a certificate or key file cannot be used. Bad input
+    (exit code 2) as refused credentials are; nothing was changed."""
 
 
 class AdminQueryFailed(AdminError):
@@ -94,6 +102,8 @@ class AdminClient:
 
         pymysql = driver.load()
 
+        from checker_core.edges.lock import PassTimeout
+
         endpoint = settings.endpoint
         where = f"ProxySQL admin {settings.host}:{settings.port}"
         try:
@@ -109,18 +119,37 @@ class AdminClient:
                 write_timeout=endpoint.read_timeout_ms / 1000,
                 autocommit=None,
             )
+        except tls.TlsFileError as exc:
+            raise AdminBadEndpoint(f"proxysql.{exc.key} {exc.path}: {exc.reason}") from None
         except tls.TlsError as exc:
             # nobody trustworthy answered: as unreachable (exit 1), and nothing was changed
-            raise AdminUnreachable(str(exc)) from None
+            raise AdminUnreachable(f"{exc} (proxysql.ssl_mode, proxysql.ssl_ca)") from None
         except pymysql.err.OperationalError as exc:
             code = exc.args[0] if exc.args else 0
             if code == _ACCESS_DENIED:
                 raise AdminAccessDenied(
                     f"{where}: access denied for user {endpoint.user!r}"
                 ) from None
+            if code == _LOST and "timed out" in str(exc):
+                raise AdminUnreachable(
+                    f"{where}: connected, but no MySQL greeting within "
+                    f"proxysql.connect_timeout_ms ({endpoint.connect_timeout_ms} ms): a hung "
+                    "ProxySQL, or proxysql.port names a service that waits for the client "
+                    "to speak first (not ProxySQL's admin port)"
+                ) from None
             raise AdminUnreachable(f"{where}: unreachable ({_reason(exc)})") from None
+        except pymysql.err.MySQLError as exc:
+            raise AdminBadEndpoint(_not_mysql(where, exc)) from None
         except OSError as exc:
             raise AdminUnreachable(f"{where}: unreachable ({exc})") from None
+        except PassTimeout:
+            raise AdminUnreachable(
+                f"{where}: no answer before the pass's deadline (run.max_runtime_ms); "
+                "ProxySQL is hung or proxysql.connect_timeout_ms is too long"
+            ) from None
+        except (ValueError, IndexError, LookupError, struct.error) as exc:
+            # PyMySQL parsing a greeting that is not MySQL's
+            raise AdminBadEndpoint(_not_mysql(where, exc)) from None
         return cls(conn, where)
 
     def close(self) -> None:
@@ -284,6 +313,13 @@ class AdminClient:
         with contextlib.suppress(AdminError, BadRow):
             rows = self.read_rows(hostgroups.managed)
             self.stage(hostgroups.managed, live_intent(rows, hostgroups), writer=hostgroups.writer)
+
+
+def _not_mysql(where: str, exc: BaseException) -> str:
+    return (
+        f"{where}: the service on proxysql.port does not speak the MySQL protocol "
+        f"({type(exc).__name__}: {exc}); is it ProxySQL's admin port (6032 by default)?"
+    )
 
 
 def _reason(exc: BaseException) -> str:

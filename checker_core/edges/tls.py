@@ -38,6 +38,84 @@ class TlsError(Exception):
     """TLS to a peer failed where ssl_mode insists on it; the message names peer and mode."""
 
 
+class TlsFileError(Exception):
+    """A certificate or key file that cannot be used; `key` is the ssl_* setting naming it."""
+
+    def __init__(self, key: str, path: str, reason: str) -> None:
+        self.key = key
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{key} {path}: {reason}")
+
+
+def _no_passphrase() -> str:
+    # OpenSSL would otherwise prompt on the terminal, which a scheduler pass does not have
+    raise TlsFileError(
+        "ssl_key", "", "encrypted with a passphrase; the checker needs it unencrypted"
+    )
+
+
+def _ssl_reason(exc: ssl.SSLError | OSError) -> str:
+    if isinstance(exc, ssl.SSLError):
+        return exc.reason or exc.strerror or str(exc)
+    return exc.strerror or str(exc)
+
+
+def _pem_blocks(path: str, marker: str) -> bool:
+    """Whether the file holds a PEM block whose label ends with `marker`."""
+    with open(path, "rb") as handle:
+        data = handle.read(1 << 20)
+    return f"{marker}-----".encode() in data and b"-----BEGIN " in data
+
+
+def file_problems(ca: str | None, cert: str | None, key: str | None) -> list[TlsFileError]:
+    """Every given certificate and key file loaded as a connect would load it, so a garbage
+    file is a configuration error before any server is asked, not a failed handshake on every
+    pass. A file that is only named (a CA in a mode that verifies nothing) is loaded too: it
+    is a mistake either way."""
+    found: list[TlsFileError] = []
+    if ca is not None:
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cafile=ca)
+        except ssl.SSLError as exc:
+            found.append(
+                TlsFileError("ssl_ca", ca, f"not a PEM CA certificate ({_ssl_reason(exc)})")
+            )
+        except OSError as exc:
+            found.append(TlsFileError("ssl_ca", ca, f"cannot read it ({_ssl_reason(exc)})"))
+    if cert is not None and key is not None:
+        try:
+            _load_chain(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), cert, key)
+        except TlsFileError as exc:
+            found.append(exc)
+    return found
+
+
+def _load_chain(ctx: ssl.SSLContext, cert: str, key: str | None) -> None:
+    """load_cert_chain, its failure named after the file at fault."""
+    try:
+        ctx.load_cert_chain(cert, keyfile=key, password=_no_passphrase)
+    except TlsFileError as exc:
+        raise TlsFileError("ssl_key", key or cert, exc.reason) from None
+    except (ssl.SSLError, OSError) as exc:
+        raise _chain_failure(cert, key, exc) from None
+
+
+def _chain_failure(cert: str, key: str | None, exc: ssl.SSLError | OSError) -> TlsFileError:
+    for name, path, marker, what in (
+        ("ssl_cert", cert, "CERTIFICATE", "a PEM certificate"),
+        ("ssl_key", key or cert, "PRIVATE KEY", "a PEM private key"),
+    ):
+        try:
+            if not _pem_blocks(path, marker):
+                return TlsFileError(name, path, f"not {what}")
+        except OSError as err:
+            return TlsFileError(name, path, f"cannot read it ({_ssl_reason(err)})")
+    if isinstance(exc, ssl.SSLError) and exc.reason == "KEY_VALUES_MISMATCH":
+        return TlsFileError("ssl_key", key or cert, f"does not belong to the certificate {cert}")
+    return TlsFileError("ssl_cert", cert, f"cannot be loaded with its key ({_ssl_reason(exc)})")
+
+
 @dataclass(frozen=True, slots=True)
 class ContextSpec:
     """What an SSLContext must do for one Tls value (pure: decided without touching files)."""
@@ -66,14 +144,18 @@ def build_context(spec: ContextSpec) -> ssl.SSLContext:
     """A client context as `spec` says; never the system's CA bundle."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     if spec.verify:
-        ctx.load_verify_locations(cafile=spec.ca)
+        try:
+            ctx.load_verify_locations(cafile=spec.ca)
+        except (ssl.SSLError, OSError) as exc:
+            # a file changed after the configuration was checked: still named, never a traceback
+            raise TlsFileError("ssl_ca", str(spec.ca), _ssl_reason(exc)) from None
         ctx.verify_mode = ssl.CERT_REQUIRED
         ctx.check_hostname = spec.check_hostname
     else:
         ctx.check_hostname = False  # must come first: CERT_NONE is refused while it is on
         ctx.verify_mode = ssl.CERT_NONE
     if spec.cert is not None:
-        ctx.load_cert_chain(spec.cert, keyfile=spec.key)
+        _load_chain(ctx, spec.cert, spec.key)
     return ctx
 
 
@@ -186,7 +268,19 @@ def open_socket(host: str, port: int, timeout: float | None) -> socket.socket:
     """A connected TCP socket, set up as PyMySQL sets up its own. The name reaches the resolver
     as ASCII bytes: given a str, CPython's getaddrinfo passes it through the idna codec, whose
     first use imports stringprep and unicodedata (about 1.5 ms of every scheduler pass). Host
-    names here are ASCII by the time they are used (hostname.host_problem)."""
+    names here are ASCII by the time they are used (hostname.host_problem).
+
+    A mysql_servers row whose hostname is an absolute path and whose port is 0 names a unix
+    socket (ProxySQL's own convention): the node is probed through that socket."""
+    if port == 0 and host.startswith("/"):
+        unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            unix.settimeout(timeout)
+            unix.connect(host)
+        except OSError:
+            unix.close()
+            raise
+        return unix
     name: str | bytes = host.encode("ascii") if host.isascii() else host
     sock = socket.create_connection((name, port), timeout)  # type: ignore[arg-type]
     try:

@@ -20,6 +20,7 @@ from checker_core.core.leadership import ProxyAddress
 from checker_core.core.model import Hostgroups, NodeAddress
 from checker_core.settings.schema import (
     ENV_PREFIX,
+    INT_MAX,
     KEYS_BY_SECTION,
     SECTIONS,
     Checker,
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from checker_core.service.listen import ListenAddress
 
 CONFIG_ENV = "CHECKER_CONFIG"  # names the file itself; not a setting
+# the share of max_runtime_ms a pass gives its probes (runner.PROBE_SHARE; not imported, as the
+# runner imports every edge)
+_PROBE_SHARE = 0.6
 CLUSTER_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -161,15 +165,37 @@ class _Text(str):
 # ---------------------------------------------------------------- reading and merging
 
 
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def _read_file(path: Path) -> dict[str, Any]:
     try:
+        if path.is_dir():
+            raise ConfigError([Problem("config", f"{path} is a directory, not a TOML file")])
+        if path.exists() and not path.is_file():
+            # a FIFO or a device would block the read, or never end
+            raise ConfigError([Problem("config", f"{path} is not a regular file")])
         data = path.read_bytes()
     except OSError as exc:
-        raise ConfigError([Problem("config", f"cannot read {path}: {exc.strerror}")]) from None
+        reason = exc.strerror or str(exc)
+        raise ConfigError([Problem("config", f"cannot read {path}: {reason}")]) from None
+    if data.startswith(_UTF16_BOMS):
+        raise ConfigError(
+            [Problem("config", f"{path} is UTF-16 text; save it as UTF-8 (TOML is UTF-8)")]
+        )
+    # editors on some systems put a byte-order mark first; it carries no meaning in UTF-8
+    data = data.removeprefix(_UTF8_BOM)
     try:
-        return tomllib.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError([Problem("config", f"{path} is not UTF-8 text")]) from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            [Problem("config", f"{path} is not UTF-8 text (bad byte at offset {exc.start})")]
+        ) from None
+    if "\x00" in text:
+        raise ConfigError([Problem("config", f"{path} holds NUL bytes: not a TOML text file")])
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([Problem("config", f"{path} is not valid TOML: {exc}")]) from None
 
@@ -230,7 +256,9 @@ def _env_overrides(env: Mapping[str, str], problems: list[Problem]) -> list[tupl
 
 def _apply_overrides(
     raw: dict[str, Any], overrides: Sequence[tuple[str, str, str]], problems: list[Problem]
-) -> None:
+) -> dict[str, str]:
+    """Put the values in `raw`; returns {key path: the variable or flag it came from}."""
+    origins: dict[str, str] = {}
     for origin, path, value in overrides:
         parsed = _parse_path(path, origin, problems)
         if parsed is None:
@@ -251,9 +279,26 @@ def _apply_overrides(
             target = raw.setdefault(section, {})
         if isinstance(target, dict):
             target[key] = _Text(value)
+            where = section if index is None else f"{section}[{index}]"
+            origins[f"{where}.{key}"] = origin
+    return origins
+
+
+def _named_after_origin(problems: list[Problem], origins: Mapping[str, str]) -> list[Problem]:
+    """A problem with a value from the environment or --set names where it came from, not only
+    the key of a file that may not even hold it."""
+    return [
+        Problem(f"{origins[p.key]} ({p.key})", p.message) if p.key in origins else p
+        for p in problems
+    ]
 
 
 # ---------------------------------------------------------------- validation
+
+
+def _shown(key: Key, value: object) -> str:
+    """A bad value as the message shows it: a secret's is never shown, not even a wrong one."""
+    return "a value that is not shown (it is a secret)" if key.secret else repr(value)
 
 
 def _coerce(key: Key, value: object, where: str, problems: list[Problem]) -> object:
@@ -263,7 +308,7 @@ def _coerce(key: Key, value: object, where: str, problems: list[Problem]) -> obj
             return value
         if isinstance(value, _Text) and value.strip().lower() in _TRUE + _FALSE:
             return value.strip().lower() in _TRUE
-        problems.append(Problem(where, f"expected true or false, got {value!r}"))
+        problems.append(Problem(where, f"expected true or false, got {_shown(key, value)}"))
         return None
     if key.kind is int:
         number: int | None = None
@@ -272,7 +317,10 @@ def _coerce(key: Key, value: object, where: str, problems: list[Problem]) -> obj
         elif isinstance(value, _Text) and re.fullmatch(r"\s*-?\d+\s*", value):
             number = int(value)
         if number is None:
-            problems.append(Problem(where, f"expected a whole number, got {value!r}"))
+            got = _shown(key, value)
+            if isinstance(value, float) and value.is_integer():
+                got += f" (write it as {int(value)}, without the decimal point)"
+            problems.append(Problem(where, f"expected a whole number, got {got}"))
             return None
         if key.minimum is not None and number < key.minimum:
             problems.append(Problem(where, f"must be >= {key.minimum}, got {number}"))
@@ -282,9 +330,22 @@ def _coerce(key: Key, value: object, where: str, problems: list[Problem]) -> obj
             return None
         return number
     if not isinstance(value, str):
-        problems.append(Problem(where, f"expected a string, got {value!r}"))
+        problems.append(Problem(where, f"expected a string, got {_shown(key, value)}"))
         return None
     text = str(value)
+    if key.secret:
+        # a line break or NUL cannot be part of a password any client sends
+        if any(c in text for c in "\n\r\x00"):
+            problems.append(Problem(where, "holds a line break or NUL character (not shown)"))
+            return None
+        return text
+    if not text.strip():
+        problems.append(Problem(where, "is empty"))
+        return None
+    if not text.isprintable() and (key.section, key.name) != ("cluster", "name"):
+        # (a cluster name has a rule of its own, which says what may be in it)
+        problems.append(Problem(where, f"{text!r} holds a control character (a line break?)"))
+        return None
     if key.choices and text not in key.choices:
         problems.append(Problem(where, f"must be one of {', '.join(key.choices)}, got {text!r}"))
         return None
@@ -325,38 +386,79 @@ def _section_values(
     return values
 
 
-def _password(values: dict[str, object], where: str, problems: list[Problem]) -> Secret | None:
+def _password(
+    values: dict[str, object], where: str, problems: list[Problem], warnings: list[str]
+) -> Secret | None:
     inline, path = values.get("password"), values.get("password_file")
     if inline is not None and path is not None:
         problems.append(Problem(f"{where}.password", "set password or password_file, not both"))
         return None
     if path is not None:
-        try:
-            lines = Path(str(path)).read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            problems.append(
-                Problem(f"{where}.password_file", f"cannot read {path}: {exc.strerror}")
-            )
-            return None
-        if not lines or not lines[0]:
-            problems.append(Problem(f"{where}.password_file", f"{path} is empty"))
-            return None
-        return Secret(lines[0])
+        return _password_file(Path(str(path)), f"{where}.password_file", problems, warnings)
     if inline is None:
+        given = (f"{where}.password", f"{where}.password_file")
+        if any(p.key in given for p in problems):
+            return None  # given, but bad: that problem is already said, and it is not missing
         problems.append(Problem(f"{where}.password", "missing (set password or password_file)"))
         return None
     return Secret(str(inline))
+
+
+def _password_file(
+    path: Path, where: str, problems: list[Problem], warnings: list[str]
+) -> Secret | None:
+    if not path.is_absolute():
+        warnings.append(
+            f"{where} {path} is relative: it is read from the working directory, which is "
+            "not this one when ProxySQL's scheduler or systemd runs the checker; use an "
+            "absolute path"
+        )
+    try:
+        if path.is_dir():
+            problems.append(Problem(where, f"{path} is a directory, not a file"))
+            return None
+        if path.exists() and not path.is_file():
+            problems.append(Problem(where, f"{path} is not a regular file"))
+            return None
+        data = path.read_bytes()
+        mode = path.stat().st_mode
+    except OSError as exc:
+        problems.append(Problem(where, f"cannot read {path}: {exc.strerror or exc}"))
+        return None
+    if mode & stat.S_IWOTH:
+        warnings.append(f"{where} {path} is writable by every user: chmod 600 {path}")
+    try:
+        text = data.removeprefix(_UTF8_BOM).decode("utf-8")
+    except UnicodeDecodeError:
+        problems.append(Problem(where, f"{path} is not UTF-8 text (a binary file?)"))
+        return None
+    lines = text.splitlines()
+    if not lines or not lines[0]:
+        problems.append(Problem(where, f"{path} is empty (the first line is the password)"))
+        return None
+    if "\x00" in lines[0]:
+        problems.append(Problem(where, f"{path} holds a NUL byte (a binary file?)"))
+        return None
+    return Secret(lines[0])
 
 
 def _tls(
     values: dict[str, object], where: str, problems: list[Problem], warnings: list[str]
 ) -> Tls | None:
     paths = {name: values.get(name) for name in ("ssl_ca", "ssl_cert", "ssl_key")}
+    missing = False
     for name, path in paths.items():
         if path is not None and not Path(str(path)).is_file():
             problems.append(Problem(f"{where}.{name}", f"no such file: {path}"))
+            missing = True
     if (paths["ssl_cert"] is None) != (paths["ssl_key"] is None):
         problems.append(Problem(f"{where}.ssl_cert", "ssl_cert and ssl_key go together"))
+    elif not missing and any(p is not None for p in paths.values()):
+        # loaded now, as a connect would: garbage is a configuration error, not a blind pass
+        from checker_core.edges.tls import file_problems
+
+        for failure in file_problems(*(None if p is None else str(p) for p in paths.values())):
+            problems.append(Problem(f"{where}.{failure.key}", f"{failure.path}: {failure.reason}"))
     if not isinstance(values.get("ssl_mode"), str):
         return None  # a bad ssl_mode is already a problem
     mode = SslMode(values["ssl_mode"])
@@ -386,7 +488,7 @@ def _tls(
 def _endpoint(
     values: dict[str, object], where: str, problems: list[Problem], warnings: list[str]
 ) -> Endpoint | None:
-    password = _password(values, where, problems)
+    password = _password(values, where, problems, warnings)
     tls = _tls(values, where, problems, warnings)
     fields_ok = all(
         values[k] is not None for k in ("user", "connect_timeout_ms", "read_timeout_ms")
@@ -443,6 +545,15 @@ def _cluster(
             base_value = values[base]
             values[key] = 8000 + base_value if isinstance(base_value, int) else None
             derived_from[key] = base
+            if isinstance(base_value, int) and 8000 + base_value > INT_MAX:
+                problems.append(
+                    Problem(
+                        f"{where}.{key}",
+                        f"its default 8000 + {base} ({8000 + base_value}) is above ProxySQL's "
+                        f"largest hostgroup id {INT_MAX}; set {key} yourself",
+                    )
+                )
+                values[key] = None
     mine: dict[int, str] = {}
     clashed: set[str] = set()
     for key in _HOSTGROUP_KEYS:
@@ -508,10 +619,20 @@ def _run(values: dict[str, object], problems: list[Problem]) -> RunSettings | No
         if path.exists() and not path.is_dir():
             problems.append(Problem("run.state_dir", f"{state_dir} exists and is not a directory"))
             return None
+        blocker = _state_dir_blocker(path)
+        if blocker is not None:
+            problems.append(Problem("run.state_dir", blocker))
+            return None
     listen: ListenAddress | None = None
     if isinstance(values["metrics_listen"], str):
         from checker_core.service.listen import ListenAddress  # the daemon's key only
 
+        text = values["metrics_listen"]
+        if any(c.isspace() for c in text):
+            problems.append(
+                Problem("run.metrics_listen", f"{text!r} holds a space: expected HOST:PORT")
+            )
+            return None
         try:
             listen = ListenAddress.parse(values["metrics_listen"])
         except ValueError as exc:
@@ -529,6 +650,52 @@ def _run(values: dict[str, object], problems: list[Problem]) -> RunSettings | No
         log_stream=str(values["log_stream"]),
         metrics_listen=listen,
     )
+
+
+def _state_dir_blocker(path: Path) -> str | None:
+    """Why the state directory can never be created, if it cannot: a regular file where one of
+    its parents should be (known now, not at the first pass that writes a counter)."""
+    for parent in path.parents:
+        try:
+            if parent.is_dir():
+                return None
+            if parent.exists():
+                return f"{path} cannot be created: {parent} is a file, not a directory"
+        except OSError as exc:
+            return f"{path} cannot be created: {parent}: {exc.strerror or exc}"
+    return None
+
+
+def _timing_warnings(monitor: Endpoint, proxysql: Endpoint, run: RunSettings) -> list[str]:
+    """Timeouts that cannot play out inside a pass: the pass is cut short first, and the
+    operator reads "pass cut short" instead of the timeout they set."""
+    found = []
+    probe_budget = run.max_runtime_ms * _PROBE_SHARE
+    if monitor.connect_timeout_ms > probe_budget:
+        found.append(
+            f"monitor.connect_timeout_ms ({monitor.connect_timeout_ms}) is above the probes' "
+            f"share of run.max_runtime_ms ({probe_budget:.0f} of {run.max_runtime_ms}): a node "
+            "that does not answer is cut off by the pass's deadline, not by this timeout"
+        )
+    probe = monitor.connect_timeout_ms + monitor.read_timeout_ms
+    if probe > run.max_runtime_ms:
+        found.append(
+            f"monitor.connect_timeout_ms + monitor.read_timeout_ms ({probe}) is above "
+            f"run.max_runtime_ms ({run.max_runtime_ms}): a slow node is cut off by the pass's "
+            "deadline, not by its timeouts"
+        )
+    if proxysql.connect_timeout_ms >= run.max_runtime_ms:
+        found.append(
+            f"proxysql.connect_timeout_ms ({proxysql.connect_timeout_ms}) is not below "
+            f"run.max_runtime_ms ({run.max_runtime_ms}): an admin that does not answer is "
+            "reported as a pass cut short"
+        )
+    if run.max_runtime_ms > run.interval_ms * 0.9:
+        found.append(
+            f"run.max_runtime_ms ({run.max_runtime_ms}) leaves less than a tenth of "
+            f"run.interval_ms ({run.interval_ms}) between passes"
+        )
+    return found
 
 
 def _file_warnings(path: Path, raw: dict[str, Any]) -> tuple[str, ...]:
@@ -560,6 +727,23 @@ def _proxy_address(value: object, problems: list[Problem]) -> ProxyAddress | Non
     return ProxyAddress(host, int(port))
 
 
+def _secret_on_argv(path: str) -> str | None:
+    """Why `--set path=...` is refused when path is a secret key: every user of the host reads
+    a command line (ps, /proc)."""
+    match = re.fullmatch(r"(\w+)\.(\w+)", path)
+    if match is None:
+        return None
+    section, name = match.groups()
+    key = KEYS_BY_SECTION.get(section, {}).get(name)
+    if key is None or not key.secret:
+        return None
+    env = f"{ENV_PREFIX}{section.upper()}_{name.upper()}"
+    return (
+        "a password on the command line is visible to every user of this host (ps); "
+        f"put it in a file named by {section}.{name}_file, or in the environment as {env}"
+    )
+
+
 def load(
     path: str | Path,
     checker: Checker,
@@ -579,8 +763,13 @@ def load(
         if not sep:
             problems.append(Problem("--set", f"{item!r}: expected KEY=VALUE"))
             continue
-        cli_pairs.append((f"--set {target.strip()}", target.strip(), value))
-    _apply_overrides(raw, env_pairs + cli_pairs, problems)
+        name = target.strip()
+        secret = _secret_on_argv(name)
+        if secret is not None:
+            problems.append(Problem(f"--set {name}", secret))
+            continue
+        cli_pairs.append((f"--set {name}", name, value))
+    origins = _apply_overrides(raw, env_pairs + cli_pairs, problems)
 
     for section in raw:
         if section not in SECTIONS:
@@ -614,6 +803,10 @@ def load(
         )
     elif not isinstance(tables, list):
         problems.append(Problem("cluster", "expected [[cluster]] tables"))
+    elif not tables:
+        problems.append(
+            Problem("cluster", "an empty list: at least one [[cluster]] table is required")
+        )
     else:
         used: dict[int, str] = {}
         names: dict[str, str] = {}
@@ -630,7 +823,7 @@ def load(
     cluster_address = _proxy_address(proxysql_values.get("cluster_address"), problems)
 
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(_named_after_origin(problems, origins))
     assert proxysql_endpoint is not None and monitor is not None and run is not None
     return Settings(
         checker=checker,
@@ -645,5 +838,7 @@ def load(
         monitor=monitor,
         run=run,
         clusters=tuple(clusters),
-        warnings=_file_warnings(source, raw) + tuple(tls_warnings),
+        warnings=_file_warnings(source, raw)
+        + tuple(tls_warnings)
+        + tuple(_timing_warnings(monitor, proxysql_endpoint, run)),
     )

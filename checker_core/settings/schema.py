@@ -29,6 +29,9 @@ class Derived(enum.Enum):
     CONFIG_READER = "8000 + reader_hostgroup"
 
 
+# ProxySQL stores hostgroup ids (and most numbers) in a signed 32-bit int
+INT_MAX = 2**31 - 1
+
 REQUIRED = object()
 """Marks a key without a default."""
 
@@ -308,8 +311,24 @@ KEYS: tuple[Key, ...] = (
         REQUIRED,
         "Name used in logs, lock and state files ([A-Za-z0-9_.-]).",
     ),
-    Key("cluster", "writer_hostgroup", int, REQUIRED, "Hostgroup of the writer(s).", minimum=0),
-    Key("cluster", "reader_hostgroup", int, REQUIRED, "Hostgroup of the readers.", minimum=1),
+    Key(
+        "cluster",
+        "writer_hostgroup",
+        int,
+        REQUIRED,
+        "Hostgroup of the writer(s).",
+        minimum=0,
+        maximum=INT_MAX,
+    ),
+    Key(
+        "cluster",
+        "reader_hostgroup",
+        int,
+        REQUIRED,
+        "Hostgroup of the readers.",
+        minimum=1,
+        maximum=INT_MAX,
+    ),
     Key(
         "cluster",
         "backup_writer_hostgroup",
@@ -317,6 +336,7 @@ KEYS: tuple[Key, ...] = (
         REQUIRED,
         "Hostgroup of the healthy writable nodes that are not writers.",
         minimum=0,
+        maximum=INT_MAX,
     ),
     Key(
         "cluster",
@@ -325,6 +345,7 @@ KEYS: tuple[Key, ...] = (
         REQUIRED,
         "Hostgroup where unusable nodes are parked.",
         minimum=0,
+        maximum=INT_MAX,
     ),
     Key(
         "cluster",
@@ -333,6 +354,7 @@ KEYS: tuple[Key, ...] = (
         Derived.CONFIG_WRITER,
         "Template hostgroup: roster and writer weights.",
         minimum=0,
+        maximum=INT_MAX,
     ),
     Key(
         "cluster",
@@ -341,6 +363,7 @@ KEYS: tuple[Key, ...] = (
         Derived.CONFIG_READER,
         "Template hostgroup: roster and reader weights.",
         minimum=0,
+        maximum=INT_MAX,
     ),
     Key("cluster", "max_writers", int, 1, "Never more writers than this.", minimum=1, maximum=1000),
     Key(
@@ -362,6 +385,7 @@ KEYS: tuple[Key, ...] = (
         0,
         "Receive/applier queue above which a reader is lagging (0: no limit).",
         minimum=0,
+        maximum=INT_MAX,
     ),
     Key(
         "cluster",
@@ -402,6 +426,7 @@ KEYS: tuple[Key, ...] = (
         30000,
         "A demoted writer drains (OFFLINE_SOFT) until its connections are done or this long.",
         minimum=0,
+        maximum=INT_MAX,
     ),
     Key(
         "cluster",

@@ -357,15 +357,19 @@ def test_config_from_environment_variable(write_config: WriteConfig) -> None:
 def test_unusable_state_dir_is_bad_input_before_any_connection(
     write_config: WriteConfig, tmp_path: Path
 ) -> None:
+    import dataclasses
+
     from checker_core.exitcodes import Exit
     from checker_core.runner import Mode, Outcome, PassRunner
     from galera_checker.cli import kind
 
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    text = GOOD.replace('state_dir = "{state}"', f'state_dir = "{blocker / "state"}"')
     # port 1: a pass that got as far as connecting would fail, not report bad input
-    settings = load(write_config(text.replace("port = 6032", "port = 1")), Checker.GALERA, env={})
+    settings = load(write_config(GOOD.replace("port = 6032", "port = 1")), Checker.GALERA, env={})
+    # the file became a blocker after the configuration was loaded (load refuses it up front)
+    run = dataclasses.replace(settings.run, state_dir=blocker / "state")
+    settings = dataclasses.replace(settings, run=run)
     runner = PassRunner(settings, kind())
     try:
         (result,) = runner.run_all(Mode.APPLY)

@@ -1,0 +1,612 @@
+"""Issue 19, item by item, where no admin endpoint is needed: every bad input a clear line
+naming its key, flag or variable (exit 2), no traceback, no bad value accepted."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from checker_core.settings.config import ConfigError, load
+from checker_core.settings.schema import Checker
+from galera_checker.cli import build as build_galera
+from tests.unit.config_cases import CONFIG, MAIN_CLUSTER, config_file
+
+WriteConfig = Callable[[str], Path]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def write_config(tmp_path: Path) -> WriteConfig:
+    def write(text: str) -> Path:
+        return config_file(tmp_path, text)
+
+    return write
+
+
+@pytest.fixture(autouse=True)
+def no_checker_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in list(os.environ):
+        if var.startswith("CHECKER_"):
+            monkeypatch.delenv(var)
+
+
+def problems_of(path: Path, **kwargs: object) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        load(path, Checker.GALERA, **{"env": {}, **kwargs})  # type: ignore[arg-type]
+    return [str(p) for p in info.value.problems]
+
+
+# ---------------------------------------------------------------- TLS files at check time
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from tests.lab.certs import make_cert_set, make_other_ca
+
+    where = tmp_path_factory.mktemp("certs")
+    made = make_cert_set(where)
+    other_ca = make_other_ca(where)
+    encrypted = where / "encrypted-key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "pkey",
+            "-in",
+            str(made.key),
+            "-aes256",
+            "-passout",
+            "pass:pw",
+            "-out",
+            str(encrypted),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    garbage = where / "garbage.pem"
+    garbage.write_bytes(b"\x00\x01 not a certificate \xff" * 10)
+    return {
+        "ca": made.ca,
+        "cert": made.cert,
+        "key": made.key,
+        "other_key": other_ca.with_name("other-ca-key.pem"),
+        "encrypted": encrypted,
+        "garbage": garbage,
+    }
+
+
+def _tls(section: str, lines: str) -> str:
+    return CONFIG.replace(f"[{section}]\n", f"[{section}]\n{lines}\n", 1)
+
+
+@pytest.mark.parametrize("section", ["monitor", "proxysql"])
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        (
+            'ssl_mode = "verify_ca"\nssl_ca = "{garbage}"',
+            "{section}.ssl_ca: {garbage}: not a PEM CA certificate",
+        ),
+        (
+            'ssl_mode = "verify_ca"\nssl_ca = "{key}"',
+            "{section}.ssl_ca: {key}: not a PEM CA certificate",
+        ),
+        (
+            'ssl_mode = "required"\nssl_cert = "{garbage}"\nssl_key = "{key}"',
+            "{section}.ssl_cert: {garbage}: not a PEM certificate",
+        ),
+        (
+            'ssl_mode = "required"\nssl_cert = "{cert}"\nssl_key = "{garbage}"',
+            "{section}.ssl_key: {garbage}: not a PEM private key",
+        ),
+        (
+            'ssl_mode = "required"\nssl_cert = "{cert}"\nssl_key = "{other_key}"',
+            "{section}.ssl_key: {other_key}: does not belong to the certificate {cert}",
+        ),
+        (
+            'ssl_mode = "required"\nssl_cert = "{cert}"\nssl_key = "{encrypted}"',
+            "{section}.ssl_key: {encrypted}: encrypted with a passphrase",
+        ),
+    ],
+)
+def test_certificate_files_are_loaded_at_check_time(
+    write_config: WriteConfig, certs: dict[str, Path], section: str, lines: str, expected: str
+) -> None:
+    names = {k: str(v) for k, v in certs.items()}
+    (problem,) = problems_of(write_config(_tls(section, lines.format(**names))))
+    assert problem.startswith(expected.format(section=section, **names))
+
+
+def test_good_certificate_files_load(write_config: WriteConfig, certs: dict[str, Path]) -> None:
+    lines = f'ssl_mode = "verify_ca"\nssl_ca = "{certs["ca"]}"\n'
+    lines += f'ssl_cert = "{certs["cert"]}"\nssl_key = "{certs["key"]}"'
+    settings = load(write_config(_tls("monitor", lines)), Checker.GALERA, env={})
+    assert settings.monitor.tls.ca == str(certs["ca"])
+
+
+def test_a_tls_file_spoilt_after_the_check_names_its_key(
+    write_config: WriteConfig, certs: dict[str, Path], tmp_path: Path
+) -> None:
+    """The file changed between the check and the connect: the admin error names the ssl_* key
+    and the file (bad input), not "ProxySQL admin unreachable"."""
+    from checker_core.edges import tls
+    from checker_core.edges.proxysql import AdminBadEndpoint, AdminClient
+
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(certs["ca"].read_bytes())
+    lines = f'ssl_mode = "verify_ca"\nssl_ca = "{ca}"'
+    settings = load(write_config(_tls("proxysql", lines)), Checker.GALERA, env={})
+    ca.write_text("garbage\n")
+    tls.forget()
+    try:
+        with pytest.raises(AdminBadEndpoint) as info:
+            AdminClient.connect(settings.proxysql)
+    finally:
+        tls.forget()
+    assert str(info.value).startswith(f"proxysql.ssl_ca {ca}: ")
+
+
+# ---------------------------------------------------------------- secrets
+
+
+def test_wrong_type_password_is_not_echoed_nor_called_missing(write_config: WriteConfig) -> None:
+    text = CONFIG.replace('password = "monitor-pw"', "password = 31415926535")
+    problems = problems_of(write_config(text))
+    assert problems == [
+        "monitor.password: expected a string, got a value that is not shown (it is a secret)"
+    ]
+    assert "31415926535" not in "".join(problems)
+
+
+def test_wrong_type_password_from_env_is_not_echoed(write_config: WriteConfig) -> None:
+    text = CONFIG.replace('password = "monitor-pw"\n', "")
+    env = {"CHECKER_MONITOR_PASSWORD": "line\nbreak-pw"}
+    problems = problems_of(write_config(text), env=env)
+    assert problems == [
+        "CHECKER_MONITOR_PASSWORD (monitor.password): holds a line break or NUL character "
+        "(not shown)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("setting", "instead"),
+    [
+        ("monitor.password", "monitor.password_file, or in the environment as "
+         "CHECKER_MONITOR_PASSWORD"),
+        ("proxysql.password", "proxysql.password_file, or in the environment as "
+         "CHECKER_PROXYSQL_PASSWORD"),
+    ],
+)  # fmt: skip
+def test_secret_on_the_command_line_is_refused(
+    write_config: WriteConfig, setting: str, instead: str
+) -> None:
+    path = write_config(CONFIG)
+    (problem,) = problems_of(path, overrides=[f"{setting}=hunter2"])
+    assert problem.startswith(f"--set {setting}: a password on the command line is visible")
+    assert problem.endswith(instead)
+    assert "hunter2" not in problem
+    result = CliRunner().invoke(
+        build_galera(), ["--config", str(path), "--set", f"{setting}=hunter2", "check-config"]
+    )
+    assert result.exit_code == 2
+    assert "hunter2" not in result.output
+    assert "Traceback" not in result.output
+
+
+def test_binary_password_file_is_a_clear_line(write_config: WriteConfig, tmp_path: Path) -> None:
+    secret = tmp_path / "pw.bin"
+    secret.write_bytes(b"\xff\xfe\x00\x81binary")
+    text = CONFIG.replace('password = "admin-pw"', f'password_file = "{secret}"')
+    assert problems_of(write_config(text)) == [
+        f"proxysql.password_file: {secret} is not UTF-8 text (a binary file?)"
+    ]
+
+
+def test_password_file_warnings(write_config: WriteConfig, tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_text("pw\n")
+    secret.chmod(0o666)
+    text = CONFIG.replace('password = "admin-pw"', f'password_file = "{secret}"')
+    warnings = load(write_config(text), Checker.GALERA, env={}).warnings
+    assert f"proxysql.password_file {secret} is writable by every user: chmod 600 {secret}" in (
+        warnings
+    )
+    relative = CONFIG.replace('password = "admin-pw"', 'password_file = "pw"')
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        warnings = load(write_config(relative), Checker.GALERA, env={}).warnings
+    finally:
+        os.chdir(cwd)
+    assert any(w.startswith("proxysql.password_file pw is relative") for w in warnings)
+
+
+# ---------------------------------------------------------------- values that know their use
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (
+            ("writer_hostgroup = 100", "writer_hostgroup = 4294967296"),
+            "cluster[0].writer_hostgroup: must be <= 2147483647, got 4294967296",
+        ),
+        (
+            ("writer_hostgroup = 100", "writer_hostgroup = 2147483000"),
+            "cluster[0].config_writer_hostgroup: its default 8000 + writer_hostgroup "
+            "(2147491000) is above ProxySQL's largest hostgroup id 2147483647",
+        ),
+        (
+            ("reader_hostgroup = 101", "reader_hostgroup = 2147483000"),
+            "cluster[0].config_reader_hostgroup: its default 8000 + reader_hostgroup",
+        ),
+        (
+            ("offline_hostgroup = 9100", "offline_hostgroup = 9100\ndrain_timeout_ms = 1e20"),
+            "cluster[0].drain_timeout_ms: expected a whole number",
+        ),
+        (
+            ("offline_hostgroup = 9100", "offline_hostgroup = 9100\nmax_transactions_behind = "
+             "9999999999"),
+            "cluster[0].max_transactions_behind: must be <= 2147483647",
+        ),
+        (('user = "admin"', 'user = ""'), "proxysql.user: is empty"),
+        (('user = "admin"', 'user = "admin\\n"'), "proxysql.user: 'admin\\n' holds a control"),
+        (('user = "monitor"', 'user = " "'), "monitor.user: is empty"),
+        (
+            ("[run]\n", '[run]\nmetrics_listen = "127.0.0.1: 9140"\n'),
+            "run.metrics_listen: '127.0.0.1: 9140' holds a space",
+        ),
+        (('host = "127.0.0.1"', 'host = ""'), "proxysql.host: is empty"),
+    ],
+)  # fmt: skip
+def test_values_that_know_their_use(
+    write_config: WriteConfig, edit: tuple[str, str], expected: str
+) -> None:
+    old, new = edit
+    assert old in CONFIG
+    (problem,) = problems_of(write_config(CONFIG.replace(old, new, 1)))
+    assert problem.startswith(expected)
+
+
+def test_empty_cluster_list(write_config: WriteConfig) -> None:
+    text = "cluster = []\n" + CONFIG.replace(MAIN_CLUSTER, "")
+    assert problems_of(write_config(text)) == [
+        "cluster: an empty list: at least one [[cluster]] table is required"
+    ]
+
+
+def test_state_dir_under_a_regular_file(write_config: WriteConfig, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    text = CONFIG.replace('state_dir = "{state}"', f'state_dir = "{blocker}/state"')
+    assert problems_of(write_config(text)) == [
+        f"run.state_dir: {blocker}/state cannot be created: {blocker} is a file, not a directory"
+    ]
+
+
+def test_timeouts_that_cannot_fit_warn(write_config: WriteConfig) -> None:
+    text = CONFIG.replace("[run]\n", "[run]\nmax_runtime_ms = 1000\n", 1).replace(
+        'password = "monitor-pw"', 'password = "monitor-pw"\nconnect_timeout_ms = 900'
+    )
+    text = text.replace('password = "admin-pw"', 'password = "admin-pw"\nconnect_timeout_ms = 1000')
+    warnings = load(write_config(text), Checker.GALERA, env={}).warnings
+    assert any(
+        w.startswith("monitor.connect_timeout_ms (900) is above the probes'") for w in warnings
+    )
+    assert any(
+        w.startswith("monitor.connect_timeout_ms + monitor.read_timeout_ms (1700)")
+        for w in warnings
+    )
+    assert any(w.startswith("proxysql.connect_timeout_ms (1000) is not below") for w in warnings)
+    assert load(write_config(CONFIG), Checker.GALERA, env={}).warnings == ()
+
+
+def test_byte_order_mark_is_accepted(tmp_path: Path) -> None:
+    path = config_file(tmp_path, CONFIG)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert load(path, Checker.GALERA, env={}).clusters[0].name == "main"
+
+
+def test_utf16_file_is_named(tmp_path: Path) -> None:
+    path = config_file(tmp_path, CONFIG)
+    path.write_bytes(path.read_text().encode("utf-16"))
+    assert problems_of(path) == [f"config: {path} is UTF-16 text; save it as UTF-8 (TOML is UTF-8)"]
+
+
+def test_env_and_set_problems_name_their_origin(write_config: WriteConfig) -> None:
+    path = write_config(CONFIG)
+    problems = problems_of(
+        path,
+        env={"CHECKER_RUN_INTERVAL_MS": "soon"},
+        overrides=["cluster[0].retry_up=many"],
+    )
+    assert problems == [
+        "CHECKER_RUN_INTERVAL_MS (run.interval_ms): expected a whole number, got 'soon'",
+        "--set cluster[0].retry_up (cluster[0].retry_up): expected a whole number, got 'many'",
+    ]
+
+
+# ---------------------------------------------------------------- unix socket rows
+
+
+def test_unix_socket_row_is_probed_through_the_socket(tmp_path: Path) -> None:
+    from checker_core.edges.tls import open_socket
+
+    path = str(tmp_path / "mysqld.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    try:
+        client = open_socket(path, 0, 1.0)
+        peer, _ = server.accept()
+        client.sendall(b"ping")
+        assert peer.recv(4) == b"ping"
+        client.close()
+        peer.close()
+    finally:
+        server.close()
+
+
+# ---------------------------------------------------------------- command lines
+
+
+TWO_CLUSTERS = CONFIG + MAIN_CLUSTER.replace('"main"', '"second"').replace("= 10", "= 20").replace(
+    "9100", "9200"
+)
+
+
+def test_pause_several_clusters_pauses_each(write_config: WriteConfig, tmp_path: Path) -> None:
+    path = write_config(TWO_CLUSTERS)
+    args = ["--config", str(path), "pause", "--cluster", "main", "--cluster", "second"]
+    result = CliRunner().invoke(build_galera(), args)
+    assert result.exit_code == 0, result.output
+    state = tmp_path / "state"
+    assert sorted(p.name for p in state.glob("*.paused")) == [
+        "galera.main.paused",
+        "galera.second.paused",
+    ]
+    resumed = CliRunner().invoke(
+        build_galera(),
+        ["--config", str(path), "resume", "--cluster", "main", "--cluster", "second"],
+    )
+    assert resumed.exit_code == 0
+    assert list(state.glob("*.paused")) == []
+
+
+def test_pause_with_one_unknown_cluster_pauses_none(
+    write_config: WriteConfig, tmp_path: Path
+) -> None:
+    path = write_config(TWO_CLUSTERS)
+    args = ["--config", str(path), "pause", "--cluster", "main", "--cluster", "nope"]
+    result = CliRunner().invoke(build_galera(), args)
+    assert result.exit_code == 2
+    assert result.output.startswith("--cluster nope: no such cluster")
+    assert not (tmp_path / "state").exists() or list((tmp_path / "state").iterdir()) == []
+
+
+@pytest.mark.parametrize("timeout", ["-1", "nan", "0", "inf"])
+def test_healthcheck_bad_timeout(timeout: str) -> None:
+    result = CliRunner().invoke(
+        build_galera(), ["healthcheck", "--listen", "127.0.0.1:1", "--timeout", timeout]
+    )
+    assert result.exit_code == 2
+    assert result.output.startswith(f"--timeout: {float(timeout)} is not a number of seconds")
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert not math.isnan(0.0)
+
+
+@pytest.fixture
+def banner_server() -> Iterator[int]:
+    """A TCP service that speaks first, and not HTTP nor MySQL (an SSH-like banner)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        server.close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A TCP port that accepts (the kernel's backlog) and never says a word."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()
+
+
+def test_healthcheck_pointed_at_a_non_http_service(banner_server: int) -> None:
+    listen = f"127.0.0.1:{banner_server}"
+    result = CliRunner().invoke(build_galera(), ["healthcheck", "--listen", listen])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"http://{listen}/health: the service there does not answer")
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_admin_port_that_is_not_mysql(write_config: WriteConfig, banner_server: int) -> None:
+    path = write_config(CONFIG.replace("port = 6032", f"port = {banner_server}"))
+    for command in ("check-config", "adopt", "run"):
+        result = CliRunner().invoke(build_galera(), ["--config", str(path), command])
+        assert result.exit_code == 2, (command, result.output)
+        assert "the service on proxysql.port does not speak the MySQL protocol" in result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit), command
+
+
+def test_admin_that_never_answers(write_config: WriteConfig, silent_server: int) -> None:
+    from checker_core.edges.proxysql import AdminClient, AdminUnreachable
+
+    text = CONFIG.replace("port = 6032", f"port = {silent_server}\nconnect_timeout_ms = 200")
+    settings = load(write_config(text), Checker.GALERA, env={})
+    with pytest.raises(AdminUnreachable) as info:
+        AdminClient.connect(settings.proxysql)
+    assert "connected, but no MySQL greeting within proxysql.connect_timeout_ms (200 ms)" in str(
+        info.value
+    )
+
+
+# ---------------------------------------------------------------- install-scheduler
+
+
+def test_install_scheduler_says_what_the_row_drops(
+    write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_config(CONFIG)
+    monkeypatch.setenv("CHECKER_RUN_LOG_LEVEL", "debug")
+    args = ["--config", str(path), "--set", "cluster[0].retry_down=3", "install-scheduler"]
+    result = CliRunner().invoke(build_galera(), args)
+    assert result.exit_code == 0, result.output
+    assert "warning: --set cluster[0].retry_down not in the scheduler row" in result.output
+    assert "warning: CHECKER_RUN_LOG_LEVEL not in the scheduler row" in result.output
+
+
+def test_install_scheduler_names_this_installation_not_paths_first(
+    write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from checker_core import scheduler
+
+    older = tmp_path / "old-bin"
+    older.mkdir()
+    script = older / "galera-checker"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    mine = tmp_path / "venv-bin"
+    mine.mkdir()
+    (mine / "galera-checker").write_text("#!/bin/sh\nexit 0\n")
+    (mine / "galera-checker").chmod(0o755)
+    monkeypatch.setenv("PATH", str(older))
+    monkeypatch.setattr(sys, "executable", str(mine / "python3"))
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "galera_checker" / "__main__.py")])
+    found = scheduler.executable(Checker.GALERA)
+    assert found == scheduler.Executable(str(mine / "galera-checker"), str(script))
+    result = CliRunner().invoke(build_galera(), ["--config", str(write_config(CONFIG)),
+                                                 "install-scheduler"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert f"warning: PATH's first galera-checker is {script}, another installation" in (
+        result.output
+    )
+    assert f"'{mine / 'galera-checker'}'" in result.output
+
+
+def test_install_scheduler_without_any_script_is_one_line(
+    write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python3"))
+    monkeypatch.setattr(sys, "argv", ["__main__.py"])
+    result = CliRunner().invoke(
+        build_galera(), ["--config", str(write_config(CONFIG)), "install-scheduler"]
+    )
+    assert result.exit_code == 2
+    assert result.output.startswith("no galera-checker script beside this Python")
+    assert "install the package" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_python_m_install_scheduler_without_bin_on_path(write_config: WriteConfig) -> None:
+    """As `python -m galera_checker install-scheduler` from a venv whose bin is not on PATH:
+    the row names the script beside that Python, and no traceback."""
+    beside = Path(sys.executable).parent / "galera-checker"
+    if not beside.is_file():
+        pytest.skip(f"no galera-checker beside {sys.executable} (the package is not installed)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHECKER_")}
+    env.update(PATH="/usr/bin:/bin", PYTHONPATH=str(ROOT))
+    path = write_config(CONFIG)
+    done = subprocess.run(
+        [sys.executable, "-m", "galera_checker", "--config", str(path), "install-scheduler"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"'{beside.resolve()}'" in done.stdout
+
+
+def test_scheduler_row_spellings() -> None:
+    from checker_core.scheduler import config_named
+
+    for args in (
+        ["--config=/etc/c.toml", "run"],
+        ["--config", "/etc/c.toml", "run"],
+        ["-c", "/etc/c.toml", "run"],
+        ["-c/etc/c.toml", "run"],
+        ["--config /etc/c.toml", "run"],
+        ["run", "--config=/etc/c.toml"],
+    ):
+        assert config_named([*args, None, None]) == "/etc/c.toml", args
+    assert config_named(["run", None]) is None
+
+
+# ---------------------------------------------------------------- the net
+
+
+def test_last_resort_is_one_line_and_a_pointer_to_debug(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from checker_core import oneshot
+    from galera_checker.cli import kind
+
+    def broken() -> Callable[[], object]:
+        def run() -> object:
+            raise RuntimeError("something nobody foresaw")
+
+        return run
+
+    codes: list[int] = []
+
+    def record(code: int) -> None:
+        codes.append(code)
+        raise SystemExit(code)
+
+    monkeypatch.setattr(oneshot, "exit_now", record)
+    monkeypatch.setattr(sys, "argv", ["galera-checker", "status"])
+    with pytest.raises(SystemExit):
+        oneshot.entry(Checker.GALERA, kind, broken)
+    err = capsys.readouterr().err
+    assert codes == [1]
+    assert err == (
+        "galera-checker: internal error: RuntimeError: something nobody foresaw; run it again "
+        "with --debug for the traceback, and report it\n"
+    )
+    monkeypatch.setattr(sys, "argv", ["galera-checker", "--debug", "status"])
+    with pytest.raises(RuntimeError):
+        oneshot.entry(Checker.GALERA, kind, broken)
+
+
+def test_config_that_is_not_a_regular_file(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert problems_of(fifo) == [f"config: {fifo} is not a regular file"]
