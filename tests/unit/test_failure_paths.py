@@ -179,3 +179,19 @@ def test_a_state_dir_that_refuses_the_file_after_a_load_costs_a_warning(tmp_path
     again = runner.run(cluster, Mode.APPLY)
     assert again.state_failures == 0
     assert runner.store.state_path(cluster.name).is_file()
+
+
+# ------------------------------------------------------------------ a switchover's pin
+
+
+def test_a_pinned_writer_is_preferred_over_weight_and_fail_back() -> None:
+    from checker_core.core.model import NodeAddress as Node
+
+    pinned = run(steady(N1), fail_back=True, preferred_writer=N3)
+    assert pinned.assignment.writers == (N3,)
+    assert "chosen by switchover" in pinned.assignment.why_writers
+    assert N1 in hostgroup_members(pinned, HG.writer, SOFT), "the old writer drains"
+    down = run(steady(N3), {N3: probe_down(N3)}, fail_back=True, preferred_writer=N3)
+    assert down.assignment.writers == (N1,), "a pinned node that may not write is passed over"
+    stranger = run(steady(N1), preferred_writer=Node("127.0.0.1", 9))
+    assert stranger.assignment.writers == (N1,)
