@@ -120,6 +120,14 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
     click.echo(f"  ProxySQL Cluster: {cluster_line}")
     for warning in settings.warnings:
         click.echo(f"warning: {warning}", err=True)
+    for result in _run_passes(inv, settings, "status"):
+        readiness = result.readiness()
+        if readiness is None:
+            click.echo(f"  cluster {result.cluster} failover: not checked ({result.summary()})")
+        elif readiness.ready:
+            click.echo(f"  cluster {result.cluster} failover: {readiness.reason}")
+        else:
+            click.echo(f"warning: cluster {result.cluster}: failover {readiness.reason}", err=True)
 
 
 def _bad_input(settings: Settings, problems: list[str]) -> NoReturn:

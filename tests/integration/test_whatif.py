@@ -68,11 +68,22 @@ def test_status_says_whether_a_failover_would_leave_a_writer(
     [cluster] = json.loads(ready.stdout)["clusters"]
     assert cluster["failover_ready"] is True
     assert cluster["next_writers"] == [str(n2)]
+    checked = rig.run("check-config")
+    assert checked.code == 0, checked.stderr
+    assert (
+        f"cluster lab failover: ready: losing any one node leaves a writer and a reader; "
+        f"next writer {n2}" in checked.stdout
+    )
     galera.set_read_only(2, True)
     galera.set_read_only(3, True)
     table = rig.run("status")
     assert table.code == 0, table.stderr
     assert f"failover: not ready: losing {n1} leaves no writer" in table.stdout
+    checked = rig.run("check-config")
+    assert checked.code == 0, checked.stderr
+    assert f"warning: cluster lab: failover not ready: losing {n1} leaves no writer" in (
+        checked.stderr
+    )
     [cluster] = json.loads(rig.run("status", "--format", "json").stdout)["clusters"]
     assert cluster["failover_ready"] is False
     assert cluster["next_writers"] == []
