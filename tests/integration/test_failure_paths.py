@@ -144,15 +144,25 @@ def test_a_state_file_that_cannot_be_written_never_hides_a_failover(
 @pytest.mark.proxysql
 @pytest.mark.parametrize("command", ["pause", "resume"])
 def test_pause_and_resume_refuse_a_state_dir_they_cannot_use(rig: Rig, command: str) -> None:
+    # the configuration itself is refused when the state dir lies under a regular file
     blocker = rig.tmp / "not-a-dir"
     blocker.write_text("a regular file\n")
     rig.run_settings.update(state_dir=str(blocker / "state"))
+    rig.write_config()
+    refused = rig.run(command)
+    assert refused.code == 2, refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert f"run.state_dir: {blocker / 'state'}" in refused.stderr
+    # a state dir that is fine on paper, where the pause file cannot be written or removed
+    state = rig.tmp / "state-ok"
+    (state / "galera.all.paused").mkdir(parents=True)
+    rig.run_settings.update(state_dir=str(state))
     rig.write_config()
     result = rig.run(command)
     assert result.code == 2, result.stderr
     assert "Traceback" not in result.stderr
     [line] = result.stderr.strip().splitlines()
-    assert f"run.state_dir {blocker / 'state'}" in line
+    assert f"run.state_dir {state}" in line
     assert "nothing changed" in line
 
 
