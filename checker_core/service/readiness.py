@@ -39,7 +39,10 @@ class ReadinessWatch:
         last = self._last.get(result.cluster)
         readiness = last[1].readiness() if last is not None and last[0] == key else None
         if readiness is None:
-            readiness = result.readiness()
+            try:
+                readiness = result.readiness()
+            except Exception as exc:  # a question asked of the pass must never end the daemon
+                return result, f"cluster {result.cluster}: failover readiness not known ({exc})"
         if readiness is None:
             return result, None
         known = replace(result, known_readiness=readiness)

@@ -24,3 +24,18 @@ def test_a_steady_cluster_is_ready_once_and_warned_about_when_it_stops_being_rea
     assert said is None, "one warning per change"
     _, said = watch.observe(galera_pass(steady(N1)))
     assert said is not None and "ready: losing any one node" in said
+
+
+def test_a_readiness_that_cannot_be_worked_out_never_ends_the_daemon() -> None:
+    from dataclasses import replace
+
+    class Broken:
+        def assume(self, *args: object) -> None:
+            raise RuntimeError("a policy bug")
+
+    result = galera_pass(steady(N1))
+    assert result.inputs is not None
+    broken = replace(result, inputs=replace(result.inputs, policy=Broken()))
+    kept, said = ReadinessWatch().observe(broken)
+    assert kept is broken
+    assert said is not None and "failover readiness not known (a policy bug)" in said
