@@ -98,6 +98,14 @@ class PassInputs:
     cluster: ClusterSettings
     now: float
 
+    def what_if(self, probes: Mapping[NodeAddress, ProbeResult]) -> WhatIf:
+        """The same decision asked of other failures (whatif is loaded on demand)."""
+        from checker_core.core.whatif import WhatIf
+
+        return WhatIf(
+            self.policy, self.policy, self.view, probes, self.memory, self.cluster, self.now
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class PassResult:
@@ -133,12 +141,7 @@ class PassResult:
 
     def what_if(self) -> WhatIf | None:
         """The pass's inputs, to ask what other failures would lead to (loaded on demand)."""
-        if self.inputs is None:
-            return None
-        from checker_core.core.whatif import WhatIf
-
-        i = self.inputs
-        return WhatIf(i.policy, i.policy, i.view, self.probes, i.memory, i.cluster, i.now)
+        return None if self.inputs is None else self.inputs.what_if(self.probes)
 
     def readiness(self) -> Readiness | None:
         """Would losing the writer, or any one node, still leave a writer and a reader?"""
@@ -405,20 +408,12 @@ class PassRunner:
         assumed: Mapping[NodeAddress, Assumed],
     ) -> Decision:
         """The dry-run's what-if: the decision of the pass that acts on the assumed failures."""
-        from checker_core.core.whatif import WhatIf, WhatIfRefused
+        from checker_core.core.whatif import WhatIfRefused
 
         inputs = progress.inputs
         assert inputs is not None
         progress.assumed = tuple(f"{n} {a.label}" for n, a in sorted(assumed.items()))
-        what_if = WhatIf(
-            inputs.policy,
-            inputs.policy,
-            inputs.view,
-            probes,
-            inputs.memory,
-            inputs.cluster,
-            inputs.now,
-        )
+        what_if = inputs.what_if(probes)
         try:
             return what_if.decision(assumed)
         except WhatIfRefused as exc:
