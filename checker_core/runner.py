@@ -447,6 +447,12 @@ class PassRunner:
                 return self._loaded_then_failed(cluster, progress, str(exc))
             said = f"{exc}; nothing loaded" if isinstance(exc, PassTimeout) else str(exc)
             return self._finish(progress, Outcome.FAILED, said)
+        except Exception as exc:  # the net: still made from what the pass had done
+            self._drop_admin()
+            failure = f"internal error: {type(exc).__name__}: {exc}"
+            if progress.loaded:
+                return self._loaded_then_failed(cluster, progress, failure)
+            return self._finish(progress, Outcome.FAILED, f"{failure}; nothing loaded")
 
     def _loaded_then_failed(
         self, cluster: ClusterSettings, progress: PassProgress, failure: str

@@ -467,3 +467,11 @@ def runner_with(runner: Any, admin: MemoryAdmin) -> Any:
     runner._admin = admin
     runner.prober = HealthyProber()
     return runner
+
+
+def test_an_unexpected_error_after_the_load_still_reports_the_failover(tmp_path: Path) -> None:
+    """The last-resort net lives inside the pass: a LOAD that went out is never reported as
+    'nothing done', whatever fails after it."""
+    test_a_pass_that_fails_after_its_load_reports_the_failover(
+        tmp_path, RuntimeError("a bug after the LOAD")
+    )
