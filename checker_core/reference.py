@@ -27,6 +27,8 @@ GENERATED = "Generated from {source} by `python -m checker_core.reference docs/`
 _SECTION_TEXT = {
     "proxysql": "The ProxySQL admin interface the checker reads and writes.",
     "monitor": "The account the checker probes every node with (read-only statements).",
+    "node_admin": "Optional: the account for actions on the nodes themselves (Galera eviction, "
+    "a GR switchover). Only what enables those actions needs it.",
     "run": "How passes run: cadence, limits, state, logs, and the daemon's listener.",
     "cluster": "One `[[cluster]]` table per hostgroup set; a file may hold several.",
 }

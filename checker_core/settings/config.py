@@ -109,6 +109,7 @@ class RunSettings:
     log_level: str
     log_stream: str = "stderr"
     metrics_listen: ListenAddress | None = None
+    watch_interval_ms: int = 25
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +126,7 @@ class ClusterSettings:
     drain_timeout_ms: int
     main_segment: int | None
     brownout: str
+    evict_dead_nodes: bool = False
     # not a configuration key: the writer a switchover chose (kept in the state directory),
     # preferred over weights and fail_back while it is healthy, until released
     preferred_writer: NodeAddress | None = None
@@ -139,6 +141,8 @@ class Settings:
     run: RunSettings
     clusters: tuple[ClusterSettings, ...]
     warnings: tuple[str, ...] = field(default=())
+    # the account for actions on the nodes (eviction, GR switchover); None when not configured
+    node_admin: Endpoint | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -504,6 +508,19 @@ def _endpoint(
     )
 
 
+def _node_admin(
+    table: object, checker: Checker, problems: list[Problem], warnings: list[str]
+) -> Endpoint | None:
+    """The optional [node_admin] account: absent, no action on the nodes is allowed."""
+    if table is None:
+        return None
+    values = _section_values("node_admin", table, "node_admin", checker, problems)
+    if values["user"] is None:
+        problems.append(Problem("node_admin.user", "missing (required when [node_admin] is set)"))
+        return None
+    return _endpoint(values, "node_admin", problems, warnings)
+
+
 _HOSTGROUP_KEYS = (
     "writer_hostgroup",
     "reader_hostgroup",
@@ -591,6 +608,7 @@ def _cluster(
         drain_timeout_ms=int(str(values["drain_timeout_ms"])),
         main_segment=None if values["main_segment"] is None else int(str(values["main_segment"])),
         brownout=str(values["brownout"]),
+        evict_dead_nodes=bool(values["evict_dead_nodes"]),
     )
 
 
@@ -649,6 +667,7 @@ def _run(values: dict[str, object], problems: list[Problem]) -> RunSettings | No
         log_level=str(values["log_level"]),
         log_stream=str(values["log_stream"]),
         metrics_listen=listen,
+        watch_interval_ms=int(str(values["watch_interval_ms"])),
     )
 
 
@@ -700,7 +719,8 @@ def _timing_warnings(monitor: Endpoint, proxysql: Endpoint, run: RunSettings) ->
 
 def _file_warnings(path: Path, raw: dict[str, Any]) -> tuple[str, ...]:
     inline = any(
-        isinstance(raw.get(s), dict) and "password" in raw[s] for s in ("proxysql", "monitor")
+        isinstance(raw.get(s), dict) and "password" in raw[s]
+        for s in ("proxysql", "monitor", "node_admin")
     )
     try:
         mode = path.stat().st_mode
@@ -785,6 +805,7 @@ def load(
         problems,
         tls_warnings,
     )
+    node_admin = _node_admin(raw.get("node_admin"), checker, problems, tls_warnings)
     run = _run(_section_values("run", raw.get("run", {}), "run", checker, problems), problems)
     if monitor is not None and run is not None and monitor.connect_timeout_ms >= run.max_runtime_ms:
         problems.append(
@@ -816,6 +837,14 @@ def load(
             )
             if cluster is not None:
                 clusters.append(cluster)
+            if cluster is not None and cluster.evict_dead_nodes and "node_admin" not in raw:
+                problems.append(
+                    Problem(
+                        f"cluster[{index}].evict_dead_nodes",
+                        "needs the [node_admin] account (SET GLOBAL wsrep_provider_options "
+                        "on a survivor); see docs/eviction.md",
+                    )
+                )
 
     host = proxysql_values.get("host")
     if isinstance(host, str) and (problem := host_problem(host)) is not None:
@@ -838,6 +867,7 @@ def load(
         monitor=monitor,
         run=run,
         clusters=tuple(clusters),
+        node_admin=node_admin,
         warnings=_file_warnings(source, raw)
         + tuple(tls_warnings)
         + tuple(_timing_warnings(monitor, proxysql_endpoint, run)),

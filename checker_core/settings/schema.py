@@ -128,7 +128,7 @@ def _ssl_keys(section: str, peer: str) -> tuple[Key, ...]:
     )
 
 
-SECTIONS = ("proxysql", "monitor", "run", "cluster")
+SECTIONS = ("proxysql", "monitor", "node_admin", "run", "cluster")
 
 KEYS: tuple[Key, ...] = (
     # [proxysql]: the admin interface the checker reads and writes
@@ -237,6 +237,55 @@ KEYS: tuple[Key, ...] = (
         minimum=1,
         maximum=60000,
     ),
+    # [node_admin]: the account for actions on the nodes themselves (optional)
+    Key(
+        "node_admin",
+        "user",
+        str,
+        None,
+        "Account for the actions the checker takes on the nodes themselves: evicting a dead "
+        "Galera member (cluster.evict_dead_nodes; SET GLOBAL wsrep_provider_options needs SUPER "
+        "on MariaDB, SYSTEM_VARIABLES_ADMIN on MySQL and PXC) and a GR switchover "
+        "(group_replication_set_as_primary needs GROUP_REPLICATION_ADMIN). Unset: those actions "
+        "are refused; nothing else needs it.",
+        optional=True,
+    ),
+    Key(
+        "node_admin",
+        "password",
+        str,
+        None,
+        "Its password (or password_file).",
+        secret=True,
+        optional=True,
+    ),
+    Key(
+        "node_admin",
+        "password_file",
+        str,
+        None,
+        "File whose first line is the node_admin password.",
+        optional=True,
+    ),
+    *_ssl_keys("node_admin", "the backends, as node_admin"),
+    Key(
+        "node_admin",
+        "connect_timeout_ms",
+        int,
+        500,
+        "Connect timeout of node_admin per node.",
+        minimum=1,
+        maximum=60000,
+    ),
+    Key(
+        "node_admin",
+        "read_timeout_ms",
+        int,
+        2000,
+        "Read timeout of node_admin per statement.",
+        minimum=1,
+        maximum=60000,
+    ),
     # [run]: how passes run
     Key(
         "run",
@@ -246,6 +295,18 @@ KEYS: tuple[Key, ...] = (
         "Cadence of the daemon, and the interval_ms of the scheduler row.",
         minimum=100,
         maximum=100000000,
+    ),
+    Key(
+        "run",
+        "watch_interval_ms",
+        int,
+        25,
+        "The daemon, between passes: how often it asks each writer one cheap question on its "
+        "open probe connection (a reject, desync, read_only or a new view starts a pass at "
+        "once; so do a closed probe connection and a probe error, whatever this is). 0: no "
+        "question asked between passes (closed connections are still watched).",
+        minimum=0,
+        maximum=60000,
     ),
     Key(
         "run",
@@ -447,6 +508,17 @@ KEYS: tuple[Key, ...] = (
         "A new primary still super_read_only: hold writes (empty writer hostgroup) or route them.",
         choices=("hold", "route"),
         checkers=(Checker.GR,),
+    ),
+    Key(
+        "cluster",
+        "evict_dead_nodes",
+        bool,
+        False,
+        "Evict a member whose mysqld is certainly gone (its port refuses connections) from the "
+        "survivors' view with evs.evict, so commits resume at once instead of after "
+        "evs.suspect_timeout. Never for a node that is only silent. Needs [node_admin]; see "
+        "docs/eviction.md.",
+        checkers=(Checker.GALERA,),
     ),
 )
 
