@@ -12,3 +12,6 @@ APP_SCHEMA = "labdb"
 # ProxySQL admin credentials the lab's endpoint (real or emulated) is started with
 ADMIN_USER = "admin"
 ADMIN_PASSWORD = "admin-pw"
+# the account for actions on the nodes (Galera eviction, GR switchover): [node_admin]
+NODE_ADMIN_USER = "nodeadmin"
+NODE_ADMIN_PASSWORD = "nodeadmin-pw"

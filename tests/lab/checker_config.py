@@ -6,7 +6,12 @@ from pathlib import Path
 from typing import Any
 
 from checker_core.core.model import Hostgroups
-from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
+from tests.lab.accounts import (
+    MONITOR_PASSWORD,
+    MONITOR_USER,
+    NODE_ADMIN_PASSWORD,
+    NODE_ADMIN_USER,
+)
 
 
 def write_checker_config(
@@ -17,11 +22,14 @@ def write_checker_config(
     run: dict[str, object],
     *,
     monitor_timeouts_ms: tuple[int, int] = (300, 400),
+    node_admin: bool = False,
+    cluster_extra: dict[str, object] | None = None,
 ) -> Path:
     """`where/checker.toml` (mode 600) with the passwords in files beside it."""
     where.mkdir(parents=True, exist_ok=True)
     (where / "admin.pw").write_text(proxysql.admin_password + "\n")
     (where / "monitor.pw").write_text(MONITOR_PASSWORD + "\n")
+    (where / "node_admin.pw").write_text(NODE_ADMIN_PASSWORD + "\n")
     connect_ms, read_ms = monitor_timeouts_ms
     lines = [
         "[proxysql]",
@@ -34,6 +42,15 @@ def write_checker_config(
         f'password_file = "{where / "monitor.pw"}"',
         f"connect_timeout_ms = {connect_ms}",
         f"read_timeout_ms = {read_ms}",
+        *(
+            [
+                "[node_admin]",
+                f'user = "{NODE_ADMIN_USER}"',
+                f'password_file = "{where / "node_admin.pw"}"',
+            ]
+            if node_admin
+            else []
+        ),
         "[run]",
         f'state_dir = "{where / "state"}"',
         *(f"{k} = {v!r}".replace("'", '"') for k, v in run.items()),
@@ -43,6 +60,10 @@ def write_checker_config(
         f"reader_hostgroup = {hostgroups.reader}",
         f"backup_writer_hostgroup = {hostgroups.backup_writer}",
         f"offline_hostgroup = {hostgroups.offline}",
+        *(
+            f"{k} = {v!r}".replace("'", '"').replace("True", "true").replace("False", "false")
+            for k, v in (cluster_extra or {}).items()
+        ),
     ]
     path = where / "checker.toml"
     path.write_text("\n".join(lines) + "\n")

@@ -29,7 +29,15 @@ import pymysql
 import pymysql.cursors
 
 from tests.lab import process
-from tests.lab.accounts import APP_PASSWORD, APP_SCHEMA, APP_USER, MONITOR_PASSWORD, MONITOR_USER
+from tests.lab.accounts import (
+    APP_PASSWORD,
+    APP_SCHEMA,
+    APP_USER,
+    MONITOR_PASSWORD,
+    MONITOR_USER,
+    NODE_ADMIN_PASSWORD,
+    NODE_ADMIN_USER,
+)
 from tests.lab.certs import CertSet, make_cert_set
 from tests.lab.paths import LOOPBACK, lab_dir
 
@@ -927,6 +935,15 @@ class GaleraLab:
                     "GRANT USAGE, PROCESS, REPLICATION CLIENT ON *.* TO %s@%s",
                     (MONITOR_USER, host),
                 )
+            # evs.evict is set through SET GLOBAL wsrep_provider_options: SUPER on MariaDB
+            cur.execute(
+                "GRANT SUPER, PROCESS, REPLICATION CLIENT ON *.* TO %s@%s",
+                (NODE_ADMIN_USER, "127.0.0.1"),
+            )
+            cur.execute(
+                "GRANT SELECT ON mysql.wsrep_cluster_members TO %s@%s",
+                (NODE_ADMIN_USER, "127.0.0.1"),
+            )
             schema = _quote_ident(APP_SCHEMA)
             cur.execute(f"CREATE DATABASE IF NOT EXISTS {schema}")
             for host in ("127.0.0.1", "%"):
@@ -1070,6 +1087,7 @@ def _accounts() -> list[tuple[str, str, str]]:
         (MONITOR_USER, "localhost", MONITOR_PASSWORD),
         (APP_USER, "127.0.0.1", APP_PASSWORD),
         (APP_USER, "%", APP_PASSWORD),
+        (NODE_ADMIN_USER, "127.0.0.1", NODE_ADMIN_PASSWORD),
         ("root", "127.0.0.1", ""),
     ]
 

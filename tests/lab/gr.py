@@ -56,6 +56,8 @@ from tests.lab.accounts import (
     APP_USER,
     MONITOR_PASSWORD,
     MONITOR_USER,
+    NODE_ADMIN_PASSWORD,
+    NODE_ADMIN_USER,
 )
 from tests.lab.mysql_dist import MysqlDist, ensure_mysql
 from tests.lab.paths import LOOPBACK, lab_dir
@@ -441,6 +443,17 @@ class GrLab:
             statements.append(
                 (f"GRANT ALL PRIVILEGES ON `{APP_SCHEMA}`.* TO %s@%s", (APP_USER, host))
             )
+        statements += _account(NODE_ADMIN_USER, "127.0.0.1", NODE_ADMIN_PASSWORD)
+        statements.append(
+            (
+                "GRANT GROUP_REPLICATION_ADMIN, SYSTEM_VARIABLES_ADMIN, PROCESS, "
+                "REPLICATION CLIENT ON *.* TO %s@'127.0.0.1'",
+                (NODE_ADMIN_USER,),
+            )
+        )
+        statements.append(
+            ("GRANT SELECT ON performance_schema.* TO %s@'127.0.0.1'", (NODE_ADMIN_USER,))
+        )
         statements.append(
             (
                 "CHANGE REPLICATION SOURCE TO SOURCE_USER = %s, SOURCE_PASSWORD = %s"
