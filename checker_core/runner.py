@@ -86,6 +86,8 @@ class CheckerKind:
     checker: Checker
     policy: Policy
     probe: ProbeFn
+    # the daemon's question to a writer between passes (a lighter probe); None: the probe
+    watch: ProbeFn | None = None
 
 
 @dataclass(frozen=True, slots=True)

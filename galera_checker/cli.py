@@ -13,9 +13,9 @@ if TYPE_CHECKING:
 
 def kind() -> CheckerKind:
     from galera_checker.policy import GaleraPolicy
-    from galera_checker.probe import probe
+    from galera_checker.probe import probe, watch
 
-    return CheckerKind(Checker.GALERA, GaleraPolicy(), probe)
+    return CheckerKind(Checker.GALERA, GaleraPolicy(), probe, watch)
 
 
 def build() -> click.Group:

@@ -24,6 +24,20 @@ if TYPE_CHECKING:
 
 _SEGMENT = re.compile(r"(?:^|;)\s*gmcast\.segment\s*=\s*(\d+)")
 
+# what says whether a writer may still write (galera_checker.probe.watch reads just these)
+WATCHED = (
+    "wsrep_cluster_status",
+    "wsrep_ready",
+    "wsrep_connected",
+    "wsrep_local_state",
+    "wsrep_cluster_size",
+    "wsrep_reject_queries",
+    "wsrep_desync",
+    "read_only",
+    "super_read_only",
+    "pxc_maint_mode",
+)
+
 # wsrep_local_state numbers (Galera's node state machine)
 _STATE_NAMES = {1: "Joining", 2: "Donor/Desynced", 3: "Joined", 4: "Synced"}
 
@@ -60,6 +74,12 @@ class GaleraFacts:
     @property
     def recv_queue(self) -> int | None:
         return _int(self.get("wsrep_local_recv_queue"))
+
+    @property
+    def watch_key(self) -> tuple[tuple[str, str | None], ...]:
+        """Whether the node may still write, as the watch's question and a probe both read it:
+        the daemon's watch between passes starts a pass when this changes."""
+        return tuple((name, self.values.get(name)) for name in WATCHED)
 
 
 def judge(
@@ -137,6 +157,9 @@ class GaleraPolicy:
             was_lagging = remembered.lagging if remembered else False
             verdicts[node] = judge(node, facts, probe, cluster.max_transactions_behind, was_lagging)
         return verdicts
+
+    def watch_key(self, facts: object) -> object:
+        return facts.watch_key if isinstance(facts, GaleraFacts) else None
 
     def choose_writers(
         self,

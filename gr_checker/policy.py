@@ -67,6 +67,22 @@ class GrFacts:
     def sees_online(self, member_id: str) -> bool:
         return any(m.member_id == member_id and m.state == "ONLINE" for m in self.members)
 
+    @property
+    def watch_key(self) -> tuple[object, ...]:
+        """What a writer's state is made of: its flags, its view of the group, and whether its
+        applier queue is empty (a held primary is released when it drains); the queue's length
+        moves under load alone. The daemon's watch starts a pass when this changes."""
+        view = tuple(sorted((m.member_id, m.state, m.role) for m in self.members))
+        drained = not self.applier_queue
+        return (
+            self.server_uuid,
+            self.super_read_only,
+            self.read_only,
+            self.single_primary,
+            view,
+            drained,
+        )
+
 
 def _facts(probe: ProbeResult | None) -> GrFacts | None:
     return probe.facts if probe is not None and isinstance(probe.facts, GrFacts) else None
@@ -223,6 +239,9 @@ class GroupReplicationPolicy:
     ) -> dict[NodeAddress, Verdict]:
         lagging = {node: m.lagging for node, m in memory.items()}
         return judge_group(probes, cluster.max_transactions_behind, lagging)
+
+    def watch_key(self, facts: object) -> object:
+        return facts.watch_key if isinstance(facts, GrFacts) else None
 
     def choose_writers(
         self,

@@ -42,6 +42,11 @@ class Policy(Protocol):
         cluster: ClusterSettings,
     ) -> tuple[tuple[NodeAddress, ...], str]: ...
 
+    def watch_key(self, facts: object) -> object:
+        """What of a probe's facts says the node's state (no load counters): the daemon's
+        watch between passes compares it with the last pass's."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Decision:

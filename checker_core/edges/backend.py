@@ -109,14 +109,17 @@ class Prober:
         if old is not None:
             _close(old)
 
-    def probe_one(self, node: NodeAddress, deadline: float) -> ProbeResult:
+    def probe_one(
+        self, node: NodeAddress, deadline: float, probe: ProbeFn | None = None
+    ) -> ProbeResult:
+        """`probe`: another question than the checker's probe (the daemon's watch)."""
         started = time.monotonic()
         conn = self._take(node)
         try:
             if conn is None:
                 remaining = max(0.05, deadline - started)
                 conn = self._connect(node, min(self._monitor.connect_timeout_ms / 1000, remaining))
-            facts = self._probe(conn)
+            facts = (probe or self._probe)(conn)
         except Exception as exc:  # every failure of a probe is data about the node
             if conn is not None:
                 _close(conn)
@@ -125,7 +128,13 @@ class Prober:
         self._give_back(node, conn)
         return ProbeResult(node, facts, None, (time.monotonic() - started) * 1000)
 
-    def _spawn(self, node: NodeAddress, deadline: float, results: queue.Queue[ProbeResult]) -> None:
+    def _spawn(
+        self,
+        node: NodeAddress,
+        deadline: float,
+        results: queue.Queue[ProbeResult],
+        probe: ProbeFn | None = None,
+    ) -> None:
         """Run one probe off this thread: on the daemon's reused workers, or a throwaway thread
         that can never hold the process open (a one-shot pass exits even if a node hangs)."""
         if self._persistent:
@@ -134,27 +143,50 @@ class Prober:
                 from concurrent.futures import ThreadPoolExecutor
 
                 self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="probe")
-            self._pool.submit(lambda: results.put(self.probe_one(node, deadline)))
+            self._pool.submit(lambda: results.put(self.probe_one(node, deadline, probe)))
             return
         thread = threading.Thread(
-            target=lambda: results.put(self.probe_one(node, deadline)),
+            target=lambda: results.put(self.probe_one(node, deadline, probe)),
             name=f"probe-{node}",
             daemon=True,
         )
         thread.start()
 
-    def start(self, nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
+    def start(
+        self, nodes: Sequence[NodeAddress], deadline: float, probe: ProbeFn | None = None
+    ) -> PendingProbes:
         """Probes of `nodes` under way; their results are gathered by PendingProbes.collect."""
         pending = PendingProbes(tuple(nodes), time.monotonic())
         for node in pending.nodes:
-            self._spawn(node, deadline, pending.results)
+            self._spawn(node, deadline, pending.results, probe)
         return pending
 
     def probe_all(
-        self, nodes: Sequence[NodeAddress], deadline: float
+        self, nodes: Sequence[NodeAddress], deadline: float, probe: ProbeFn | None = None
     ) -> dict[NodeAddress, ProbeResult]:
         """Every node's result by the deadline (monotonic seconds); late ones say so."""
-        return self.start(nodes, deadline).collect(deadline)
+        return self.start(nodes, deadline, probe).collect(deadline)
+
+    def idle(self) -> dict[int, NodeAddress]:
+        """The open connections no probe is using, by socket file descriptor: the daemon
+        watches them between passes (an idle probe connection has nothing to read unless its
+        server closed it, reset it or said goodbye)."""
+        with self._lock:
+            conns = list(self._conns.items())
+        found: dict[int, NodeAddress] = {}
+        for node, conn in conns:
+            sock = getattr(conn, "_sock", None)
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                if sock is not None and sock.fileno() >= 0:
+                    found[sock.fileno()] = node
+        return found
+
+    def discard(self, node: NodeAddress) -> None:
+        """Drop the node's idle connection: the next probe connects afresh (and a server
+        that is gone refuses at once)."""
+        conn = self._take(node)
+        if conn is not None:
+            _close(conn)
 
     def close(self) -> None:
         if self._pool is not None:

@@ -52,6 +52,14 @@ class Board:
 
             self.metrics = DaemonMetrics(self.checker)
 
+    def started_early(self, cause: str) -> None:
+        """A pass the watch between passes started before its time."""
+        metrics = self.metrics
+        if metrics is None:
+            return
+        with self._lock:
+            metrics.started_early(cause)
+
     def record(self, results: Iterable[PassResult]) -> None:
         finished_at = self.clock()
         metrics = self.metrics

@@ -24,6 +24,7 @@ from checker_core.service.listen import ListenAddress
 from checker_core.service.listener import Listener, ListenError
 from checker_core.service.readiness import ReadinessWatch
 from checker_core.service.sdnotify import Notifier
+from checker_core.service.watch import BetweenPasses
 from checker_core.settings.config import ConfigError, Settings
 
 
@@ -67,6 +68,7 @@ class _Daemon:
         self.board = Board(settings)
         self.listener = self._listen(settings.run.metrics_listen)
         self.runner = PassRunner(settings, kind, persistent=True)
+        self.between = self._between(settings)
         self.readiness = ReadinessWatch()
         self._warm_up()
         self._warn_watchdog(settings)
@@ -86,6 +88,7 @@ class _Daemon:
     ) -> None:
         next_tick = time.monotonic()
         ready = False
+        early = False
         while not stop.is_set():
             if reload.is_set():
                 reload.clear()
@@ -104,12 +107,27 @@ class _Daemon:
             ready = True
             if on_pass is not None:
                 on_pass()
-            interval = self.runner.settings.run.interval_ms / 1000
-            next_tick += interval
-            now = time.monotonic()
-            next_tick = max(next_tick, now)
-            stop.wait(next_tick - now)
+            self.between.observe(results)
+            if not early:
+                next_tick += self.runner.settings.run.interval_ms / 1000
+                next_tick = max(next_tick, time.monotonic())
+            # an early pass leaves the cadence as it was: the next regular pass keeps its time
+            trigger = self.between.wait(next_tick, stop)
+            early = trigger is not None
+            if trigger is not None:
+                self.board.started_early(trigger.cause.label)
+                self.log.info("watch", summary=trigger.describe())
         self.notify.stopping()
+
+    def _between(self, settings: Settings) -> BetweenPasses:
+        monitor = settings.monitor
+        return BetweenPasses(
+            self.runner.prober,
+            self.kind.policy,
+            question=self.kind.watch,
+            watch_interval_ms=settings.run.watch_interval_ms,
+            answer_budget_s=(monitor.connect_timeout_ms + monitor.read_timeout_ms) / 1000,
+        )
 
     def close(self) -> None:
         self.runner.close()
@@ -162,6 +180,7 @@ class _Daemon:
         self.runner.close()
         tls.forget()  # certificate files are read again, as the configuration is
         self.runner = PassRunner(settings, self.kind, persistent=True)
+        self.between = self._between(settings)
         self._warm_up()
         self.board.reconfigure(settings)
         self.readiness.forget({c.name for c in settings.clusters})

@@ -45,6 +45,14 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("info", Gauge, ("checker", "version"), "Always 1; which checker and version run."),
     MetricSpec("passes", Counter, ("cluster", "outcome"), "Passes by outcome."),
     MetricSpec(
+        "early_passes",
+        Counter,
+        ("cause",),
+        "Passes the daemon started before their time: closed (a probe connection closed by its "
+        "server), changed (a writer's state changed), unanswered (a writer did not answer the "
+        "watch), recheck (a probe failed: asked again at once).",
+    ),
+    MetricSpec(
         "pass_duration_seconds",
         Histogram,
         ("cluster",),
@@ -165,6 +173,10 @@ class DaemonMetrics:
             metric = spec.kind(PREFIX + spec.name, spec.doc, spec.labels, **kwargs)  # type: ignore[arg-type]
             self._metrics[spec.name] = metric
         self._gauge("info").labels(checker, __version__).set(1)
+        from checker_core.service.watch import Cause
+
+        for cause in Cause:  # every series from 0, so a rate() sees the first early pass
+            self._counter("early_passes").labels(cause.label)
         self._writers: dict[str, tuple[NodeAddress, ...]] = {}  # last non-empty writer set
         self._nodes: dict[str, set[NodeAddress]] = {}
         self._outcomes: dict[str, set[str]] = {}
@@ -183,6 +195,9 @@ class DaemonMetrics:
         metric = self._metrics[name]
         assert isinstance(metric, Histogram)
         return metric
+
+    def started_early(self, cause: str) -> None:
+        self._counter("early_passes").labels(cause).inc()
 
     def observe(self, result: PassResult, finished_at: float) -> None:
         name = result.cluster

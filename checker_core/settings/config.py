@@ -109,7 +109,7 @@ class RunSettings:
     log_level: str
     log_stream: str = "stderr"
     metrics_listen: ListenAddress | None = None
-    watch_interval_ms: int = 25
+    watch_interval_ms: int = 40
 
 
 @dataclass(frozen=True, slots=True)

@@ -300,7 +300,7 @@ KEYS: tuple[Key, ...] = (
         "run",
         "watch_interval_ms",
         int,
-        25,
+        40,
         "The daemon, between passes: how often it asks each writer one cheap question on its "
         "open probe connection (a reject, desync, read_only or a new view starts a pass at "
         "once; so do a closed probe connection and a probe error, whatever this is). 0: no "

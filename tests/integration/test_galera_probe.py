@@ -10,6 +10,7 @@ from pymysql.constants import CLIENT
 from galera_checker import probe as galera_probe
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
 from tests.lab.galera import GaleraLab
+from tests.lab.process import wait_until
 
 pytestmark = pytest.mark.galera
 
@@ -43,3 +44,50 @@ def test_both_forms_of_the_probe_read_the_same_facts(galera: GaleraLab, read_onl
     assert later.values == first.values
     assert later.read_only is read_only
     assert later.get("wsrep_cluster_status") == "Primary"
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [None, ("read_only", "ON", "OFF"), ("wsrep_reject_queries", "ALL", "NONE")],
+    ids=lambda fault: "healthy" if fault is None else str(fault[0]),
+)
+def test_the_watch_question_reads_the_state_the_probe_reads(
+    galera: GaleraLab, fault: tuple[str, str, str] | None
+) -> None:
+    """The daemon's watch compares its one-row answer with the last probe's facts: both must
+    make the same key, or a healthy writer would start a pass every time it is asked."""
+    from galera_checker.policy import GaleraPolicy
+
+    policy = GaleraPolicy()
+    node = galera.node(1)
+    conn = pymysql.connect(
+        host=node.host,
+        port=node.port,
+        user=MONITOR_USER,
+        password=MONITOR_PASSWORD,
+        client_flag=CLIENT.MULTI_STATEMENTS,
+        autocommit=True,
+        connect_timeout=5,
+        read_timeout=5,
+    )
+    with conn:
+        probed = galera_probe.probe(conn)
+        asked = galera_probe.watch(conn)
+        assert policy.watch_key(asked) == policy.watch_key(probed)
+        if fault is None:
+            return
+        variable, value, restore = fault
+        try:
+            galera.sql(1, f"SET GLOBAL {variable} = {value}")
+            # MariaDB desyncs a node for a moment while it sets read_only: wait for Synced
+            wait_until(
+                lambda: galera_probe.probe(conn).get("wsrep_local_state") == "4",
+                10.0,
+                "node 1 to be Synced again",
+            )
+            faulted = galera_probe.watch(conn)
+            probed_faulted = galera_probe.probe(conn)
+        finally:
+            galera.sql(1, f"SET GLOBAL {variable} = {restore}")
+        assert policy.watch_key(faulted) != policy.watch_key(probed)
+        assert policy.watch_key(faulted) == policy.watch_key(probed_faulted)

@@ -15,7 +15,7 @@ import pytest
 from checker_core.core.model import ClusterRows, NodeAddress, ServerRow
 from checker_core.core.probes import ProbeResult
 from checker_core.edges import native
-from checker_core.edges.backend import PendingProbes
+from checker_core.edges.backend import PendingProbes, ProbeFn
 from checker_core.edges.proxysql import ApplyResult
 from checker_core.runner import Mode, Outcome, PassRunner
 from tests.unit.config_cases import galera_runner
@@ -187,8 +187,10 @@ def test_the_proxy_is_asked_about_its_peers_while_the_probes_are_under_way(
             events.append("probes collected")
             return super().collect(deadline, only)
 
-    def recorded_start(nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
-        pending = start(nodes, deadline)
+    def recorded_start(
+        nodes: Sequence[NodeAddress], deadline: float, probe: ProbeFn | None = None
+    ) -> PendingProbes:
+        pending = start(nodes, deadline)  # the recording prober has no other question
         recorded = RecordedPending(pending.nodes, pending.started)
         recorded.results = pending.results
         return recorded

@@ -1,0 +1,211 @@
+"""The daemon between passes: what starts the next pass before its time.
+
+A pass still runs every run.interval_ms; this only makes one run sooner, when waiting would
+leave writes failing for nothing:
+- a probe connection kept open between passes becomes readable: its server closed it, reset it,
+  or said goodbye (a killed mysqld's kernel closes its sockets at once; a shutdown sends an error
+  first). Waiting costs nothing: the sockets are polled, no query is sent;
+- every run.watch_interval_ms the writers are asked the probe's one question on their open
+  connection; a different answer (reject, desync, read_only, another view of the group), an
+  error or no answer starts a pass;
+- a probe that failed in the last pass, on a node the pass before heard (or one still counted
+  towards retry_down), is asked again at once by the next pass, not one interval later.
+The pass itself is the same pass: this changes when it runs, never what it decides.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import select
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from checker_core.core.decide import Policy
+from checker_core.core.model import NodeAddress
+from checker_core.core.probes import ProbeResult
+from checker_core.edges.backend import ProbeFn, Prober
+from checker_core.runner import PassResult
+
+# the longest a wait sleeps in one go: a stop request is noticed within this
+MAX_NAP_S = 0.25
+_POLL_EVENTS = select.POLLIN | select.POLLPRI | getattr(select, "POLLRDHUP", 0)
+
+
+class Cause(enum.Enum):
+    """Why a pass started before its time."""
+
+    CLOSED = ("closed", "a probe connection was closed or reset by its server")
+    CHANGED = ("changed", "a writer's state changed")
+    UNANSWERED = ("unanswered", "a writer did not answer the watch's question")
+    RECHECK = ("recheck", "a probe failed: the node is probed again at once")
+
+    def __init__(self, label: str, meaning: str) -> None:
+        self.label = label
+        self.meaning = meaning
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    cause: Cause
+    nodes: tuple[NodeAddress, ...]
+    detail: str
+
+    def describe(self) -> str:
+        return f"{self.detail}: pass started at once"
+
+
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """A writer the watch asks between passes, and how the last pass saw it."""
+
+    node: NodeAddress
+    key: object
+
+
+def watched_writers(results: Sequence[PassResult], policy: Policy) -> tuple[Watched, ...]:
+    """The writers of the passes that decided, with the state their probe read; a writer the
+    pass did not hear is not asked (the pass already knows it failed)."""
+    found: dict[NodeAddress, Watched] = {}
+    for result in results:
+        if result.decision is None or result.decision.blind:
+            continue
+        for node in result.writers:
+            probe = result.probes.get(node)
+            if probe is not None and probe.answered:
+                found[node] = Watched(node, policy.watch_key(probe.facts))
+    return tuple(found[n] for n in sorted(found))
+
+
+def rechecks(
+    results: Sequence[PassResult], heard_before: Mapping[str, frozenset[NodeAddress]]
+) -> tuple[NodeAddress, ...]:
+    """Nodes whose probe failed in these passes and that are worth asking again at once: the
+    pass before heard them (a new failure), or retry_down still counts them as routable. A node
+    that stays down is not asked again and again: it waits for the cadence."""
+    found: set[NodeAddress] = set()
+    for result in results:
+        if result.decision is None or result.decision.blind:
+            continue
+        before = heard_before.get(result.cluster, frozenset())
+        for node, probe in result.probes.items():
+            if probe.answered:
+                continue
+            memory = result.decision.memory.get(node)
+            pending = memory is not None and memory.routable and memory.bad_streak > 0
+            if node in before or pending:
+                found.add(node)
+    return tuple(sorted(found))
+
+
+def heard(results: Sequence[PassResult]) -> dict[str, frozenset[NodeAddress]]:
+    return {r.cluster: frozenset(n for n, p in r.probes.items() if p.answered) for r in results}
+
+
+def changed(
+    watched: Sequence[Watched], answers: Mapping[NodeAddress, ProbeResult], policy: Policy
+) -> Trigger | None:
+    """The first writer whose answer differs from what the last pass read (pure)."""
+    silent: list[NodeAddress] = []
+    moved: list[NodeAddress] = []
+    for item in watched:
+        answer = answers.get(item.node)
+        if answer is None or not answer.answered:
+            silent.append(item.node)
+        elif policy.watch_key(answer.facts) != item.key:
+            moved.append(item.node)
+    if moved:
+        names = ", ".join(map(str, moved))
+        return Trigger(Cause.CHANGED, tuple(moved), f"watch: writer {names} changed state")
+    if silent:
+        why = "; ".join(f"{n}: {answers[n].error if n in answers else 'not asked'}" for n in silent)
+        return Trigger(Cause.UNANSWERED, tuple(silent), f"watch: writer did not answer ({why})")
+    return None
+
+
+class BetweenPasses:
+    """The daemon's wait for its next pass, cut short by what the watch sees."""
+
+    def __init__(
+        self,
+        prober: Prober,
+        policy: Policy,
+        *,
+        question: ProbeFn | None,
+        watch_interval_ms: int,
+        answer_budget_s: float,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.prober = prober
+        self.policy = policy
+        self.question = question
+        self.watch_s = watch_interval_ms / 1000
+        self.answer_budget_s = answer_budget_s
+        self.monotonic = monotonic
+        self._watched: tuple[Watched, ...] = ()
+        self._recheck: tuple[NodeAddress, ...] = ()
+        self._heard: dict[str, frozenset[NodeAddress]] = {}
+        self.questions = 0  # writer questions asked (bench: the watch's cost)
+
+    def observe(self, results: Sequence[PassResult]) -> None:
+        """What the passes just run saw: the writers to ask, the nodes to probe again."""
+        self._recheck = rechecks(results, self._heard)
+        self._heard = {**self._heard, **heard(results)}
+        self._watched = watched_writers(results, self.policy)
+
+    def wait(self, until: float, stop: threading.Event) -> Trigger | None:
+        """Block until `until` (monotonic), a stop request, or a reason to pass at once."""
+        if self._recheck:
+            nodes, self._recheck = self._recheck, ()
+            names = ", ".join(map(str, nodes))
+            return Trigger(Cause.RECHECK, nodes, f"probe of {names} failed")
+        next_question = self.monotonic() + self.watch_s
+        while not stop.is_set():
+            now = self.monotonic()
+            if now >= until:
+                return None
+            wake = until
+            asking = self.watch_s > 0 and bool(self._watched)
+            if asking:
+                wake = min(wake, next_question)
+            closed = self._poll(min(wake - now, MAX_NAP_S), stop)
+            if closed is not None:
+                return closed
+            if asking and self.monotonic() >= next_question:
+                trigger = self._ask()
+                if trigger is not None:
+                    return trigger
+                next_question = self.monotonic() + self.watch_s
+        return None
+
+    def _poll(self, timeout_s: float, stop: threading.Event) -> Trigger | None:
+        idle = self.prober.idle()
+        if not idle:
+            stop.wait(max(0.0, timeout_s))  # nothing to watch: a plain nap
+            return None
+        poller = select.poll()
+        for fd in idle:
+            poller.register(fd, _POLL_EVENTS)
+        # rounded up: a timeout truncated to 0 ms would spin until the next question
+        events = poller.poll(max(0, math.ceil(timeout_s * 1000)))
+        if not events:
+            return None
+        nodes = tuple(sorted({idle[fd] for fd, _ in events if fd in idle}))
+        for node in nodes:
+            self.prober.discard(node)
+        names = ", ".join(map(str, nodes))
+        return Trigger(Cause.CLOSED, nodes, f"probe connection to {names} closed by the server")
+
+    def _ask(self) -> Trigger | None:
+        nodes = [w.node for w in self._watched]
+        self.questions += len(nodes)
+        deadline = self.monotonic() + self.answer_budget_s
+        if len(nodes) == 1:
+            # the usual case, asked on this thread: a hand-off to a probe thread would cost
+            # more CPU than the question; a hung writer still ends at the read timeout
+            answers = {nodes[0]: self.prober.probe_one(nodes[0], deadline, self.question)}
+        else:
+            answers = self.prober.probe_all(nodes, deadline, self.question)
+        return changed(self._watched, answers, self.policy)

@@ -1,0 +1,187 @@
+"""The daemon between passes: which writers it asks, what starts a pass at once, and the wait
+itself over real sockets (a closed peer is what a killed mysqld's kernel leaves)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+
+import pytest
+
+from checker_core.core.model import NodeAddress
+from checker_core.core.probes import ProbeResult
+from checker_core.edges.backend import ProbeFn
+from checker_core.service.watch import (
+    BetweenPasses,
+    Cause,
+    Watched,
+    changed,
+    rechecks,
+    watched_writers,
+)
+from galera_checker.policy import GaleraFacts, GaleraPolicy
+from tests.unit.daemon_cases import after, galera_pass
+from tests.unit.galera_cases import N1, N2, N3, probe_down, probe_ok, steady
+
+POLICY = GaleraPolicy()
+
+
+def test_the_writers_of_a_pass_are_watched_with_the_state_their_probe_read() -> None:
+    result = galera_pass(steady(N1), apply=False)
+    watched = watched_writers([result], POLICY)
+    assert [w.node for w in watched] == [N1]
+    assert watched[0].key == POLICY.watch_key(probe_ok(N1).facts)
+
+
+def test_a_blind_pass_gives_nothing_to_watch() -> None:
+    blind = galera_pass(steady(N1), {n: probe_down(n) for n in (N1, N2, N3)}, apply=False)
+    assert watched_writers([blind], POLICY) == ()
+
+
+FAULTS = [
+    {"wsrep_reject_queries": "ALL"},
+    {"wsrep_desync": "ON", "wsrep_local_state": "2"},
+    {"read_only": "ON"},
+    {"wsrep_cluster_status": "non-Primary"},
+    {"wsrep_ready": "OFF"},
+    {"wsrep_cluster_size": "2"},
+]
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=",".join)
+def test_a_changed_state_starts_a_pass(fault: dict[str, str]) -> None:
+    watched = (Watched(N1, POLICY.watch_key(probe_ok(N1).facts)),)
+    trigger = changed(watched, {N1: probe_ok(N1, **fault)}, POLICY)
+    assert trigger is not None and trigger.cause is Cause.CHANGED
+    assert trigger.nodes == (N1,)
+
+
+def test_load_alone_starts_no_pass() -> None:
+    watched = (Watched(N1, POLICY.watch_key(probe_ok(N1).facts)),)
+    busy = probe_ok(N1, wsrep_local_recv_queue="57", wsrep_evs_repl_latency="0.1/0.2")
+    assert changed(watched, {N1: busy}, POLICY) is None
+
+
+def test_the_watch_answer_and_the_probe_agree_on_a_healthy_writer() -> None:
+    """The watch reads fewer values than a probe: the key must be made of those alone."""
+    full = probe_ok(N1)
+    assert isinstance(full.facts, GaleraFacts)
+    from galera_checker.policy import WATCHED
+
+    light = GaleraFacts({k: v for k, v in full.facts.values.items() if k in WATCHED})
+    assert POLICY.watch_key(light) == POLICY.watch_key(full.facts)
+
+
+def test_a_writer_that_does_not_answer_starts_a_pass() -> None:
+    watched = (Watched(N1, POLICY.watch_key(probe_ok(N1).facts)),)
+    trigger = changed(watched, {N1: probe_down(N1, "Lost connection (error 2013)")}, POLICY)
+    assert trigger is not None and trigger.cause is Cause.UNANSWERED
+    assert "error 2013" in trigger.detail
+
+
+def test_a_new_failure_is_asked_again_and_a_lasting_one_is_not() -> None:
+    first = galera_pass(steady(N1), apply=False)
+    died = galera_pass(after(first), {N3: probe_down(N3)})
+    heard_all = {"main": frozenset({N1, N2, N3})}
+    assert rechecks([died], heard_all) == (N3,)
+    heard_without = {"main": frozenset({N1, N2})}
+    still_down = galera_pass(after(died), {N3: probe_down(N3)}, apply=False)
+    assert rechecks([still_down], heard_without) == ()
+
+
+def test_a_failure_retry_down_still_counts_is_asked_again() -> None:
+    first = galera_pass(steady(N1), apply=False)
+    died = galera_pass(after(first), {N3: probe_down(N3)})
+    assert died.decision is not None
+    memory = dict(died.decision.memory)
+    memory[N3] = replace(memory[N3], routable=True, bad_streak=1)
+    pending = replace(died, decision=replace(died.decision, memory=memory))
+    assert rechecks([pending], {"main": frozenset({N1, N2})}) == (N3,)
+
+
+# ---------------------------------------------------------------- the wait, on real sockets
+
+
+class SocketProber:
+    """Idle connections are socket pairs: the test holds the server's end."""
+
+    def __init__(self, nodes: Sequence[NodeAddress]) -> None:
+        self.pairs = {n: socket.socketpair() for n in nodes}
+        self.discarded: list[NodeAddress] = []
+        self.answers: dict[NodeAddress, ProbeResult] = {n: probe_ok(n) for n in nodes}
+        self.asked = 0
+
+    def idle(self) -> dict[int, NodeAddress]:
+        return {ours.fileno(): n for n, (ours, _) in self.pairs.items()}
+
+    def discard(self, node: NodeAddress) -> None:
+        self.discarded.append(node)
+        ours, _ = self.pairs.pop(node)
+        ours.close()
+
+    def probe_one(
+        self, node: NodeAddress, deadline: float, probe: ProbeFn | None = None
+    ) -> ProbeResult:
+        self.asked += 1
+        return self.answers[node]
+
+    def close(self) -> None:
+        for ours, theirs in self.pairs.values():
+            ours.close()
+            theirs.close()
+
+
+@pytest.fixture
+def prober() -> Iterator[SocketProber]:
+    made = SocketProber((N1, N2, N3))
+    yield made
+    made.close()
+
+
+def between(prober: SocketProber, watch_ms: int) -> BetweenPasses:
+    wait = BetweenPasses(
+        prober,  # type: ignore[arg-type]
+        POLICY,
+        question=None,
+        watch_interval_ms=watch_ms,
+        answer_budget_s=1.0,
+    )
+    wait.observe([galera_pass(steady(N1), apply=False)])
+    return wait
+
+
+def test_a_connection_closed_by_its_server_ends_the_wait(prober: SocketProber) -> None:
+    wait = between(prober, 0)
+    _, theirs = prober.pairs[N2]
+    threading.Timer(0.05, theirs.close).start()
+    trigger = wait.wait(time.monotonic() + 60, threading.Event())
+    assert trigger is not None and trigger.cause is Cause.CLOSED
+    assert trigger.nodes == (N2,)
+    assert prober.discarded == [N2], "the next probe must connect afresh"
+
+
+def test_a_writer_whose_answer_changes_ends_the_wait(prober: SocketProber) -> None:
+    wait = between(prober, 10)
+    prober.answers[N1] = probe_ok(N1, wsrep_reject_queries="ALL")
+    trigger = wait.wait(time.monotonic() + 60, threading.Event())
+    assert trigger is not None and trigger.cause is Cause.CHANGED
+
+
+def test_a_quiet_cluster_waits_for_the_interval_asking_the_writer_only(
+    prober: SocketProber,
+) -> None:
+    wait = between(prober, 10)
+    assert wait.wait(time.monotonic() + 0.3, threading.Event()) is None
+    assert prober.asked > 0
+    assert prober.discarded == []
+
+
+def test_a_stop_request_ends_the_wait(prober: SocketProber) -> None:
+    wait = between(prober, 0)
+    stop = threading.Event()
+    threading.Timer(0.05, stop.set).start()
+    assert wait.wait(time.monotonic() + 60, stop) is None
+    assert stop.is_set()
