@@ -29,7 +29,7 @@ def started(rig: Rig, **run: object) -> Daemon:
 
 def said(daemon: Daemon, rig: Rig) -> str:
     """What the daemon logged and what ProxySQL holds, for a failure's message."""
-    rows = "\n".join(f"  {r.hostgroup_id} {r.node} {r.status.value}" for r in rig.live_raw)
+    rows = "\n".join(f"  {r.hostgroup_id} {r.node} {r.status.value}" for r in rig.live_raw())
     return "".join(daemon.output) + "runtime rows:\n" + rows
 
 
