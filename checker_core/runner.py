@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from checker_core.core.decide import ClusterView, Decision, Policy, decide, view_of
 from checker_core.core.leadership import ALONE, Leadership, NotAPeer, ProxyAddress, Role
@@ -34,7 +34,7 @@ from checker_core.edges.proxysql import (
     plan_statements,
 )
 from checker_core.exitcodes import Exit
-from checker_core.settings.config import ClusterSettings, Settings
+from checker_core.settings.config import ClusterSettings, Endpoint, Settings
 from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:
@@ -80,6 +80,32 @@ class Outcome(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class AfterPass:
+    """What a checker's actions on the nodes are given once a pass has decided (and applied)."""
+
+    cluster: ClusterSettings
+    decision: Decision
+    probes: Mapping[NodeAddress, ProbeResult]
+    node_admin: Endpoint | None
+    store: StateStore
+    budget_s: float  # what is left of the pass's time
+    acting: bool  # False: a dry run, a standby or a paused checker only says what it would do
+
+
+@dataclass(frozen=True, slots=True)
+class ActionsDone:
+    said: tuple[str, ...] = ()  # what was done (or would be): the pass line says it
+    failed: tuple[str, ...] = ()  # what could not be done: warnings too
+    evictions: int = 0
+
+
+class NodeActions(Protocol):
+    """Actions a checker takes on the nodes themselves after a pass (Galera: evictions)."""
+
+    def after_pass(self, after: AfterPass) -> ActionsDone: ...
+
+
+@dataclass(frozen=True, slots=True)
 class CheckerKind:
     """What makes a checker: its name, its rules and its probe."""
 
@@ -88,6 +114,7 @@ class CheckerKind:
     probe: ProbeFn
     # the daemon's question to a writer between passes (a lighter probe); None: the probe
     watch: ProbeFn | None = None
+    actions: NodeActions | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +159,8 @@ class PassResult:
     assumed: tuple[str, ...] = ()
     # readiness already worked out for these very inputs (the daemon's steady passes)
     known_readiness: Readiness | None = None
+    evictions: int = 0  # dead Galera members this pass evicted from the survivors' view
+    node_actions: tuple[str, ...] = ()  # what the pass did to the nodes themselves, in words
 
     @property
     def role(self) -> Role | None:
@@ -228,6 +257,7 @@ class PassResult:
             notes += "; SAVE MYSQL SERVERS TO DISK retried and done"
         if self.assumed:
             notes += f"; what-if: assuming {', '.join(self.assumed)}"
+        notes += "".join(f"; {said}" for said in self.node_actions)
         if self.decision.adopted:
             nodes = len({r.node for r in self.decision.adopted})
             hostgroups = sorted({r.hostgroup_id for r in self.decision.adopted})
@@ -421,6 +451,28 @@ class PassRunner:
         except WhatIfRefused as exc:
             raise BadRows([str(exc)]) from None
 
+    def _act_on_nodes(self, progress: PassProgress, cluster: ClusterSettings, acting: bool) -> None:
+        """The checker's actions on the nodes (evictions), after the LOAD: routing first."""
+        actions, decision = self.kind.actions, progress.decision
+        if actions is None or decision is None:
+            return
+        left = self.settings.run.max_runtime_ms / 1000 - (self.monotonic() - progress.started)
+        done = actions.after_pass(
+            AfterPass(
+                cluster,
+                decision,
+                progress.probes,
+                self.settings.node_admin,
+                self.store,
+                max(0.05, left * 0.8),
+                acting,
+            )
+        )
+        progress.evictions += done.evictions
+        progress.node_actions += done.said + done.failed
+        for failed in done.failed:
+            progress.warn(failed)
+
     def _owe_save(self, progress: PassProgress, cluster: str, owed: bool) -> None:
         progress.state_failed(self.store.owe_save(cluster, owed))
 
@@ -578,6 +630,7 @@ class PassRunner:
         if leadership.split:
             progress.warn(leadership.split)
         if mode is not Mode.APPLY:
+            self._act_on_nodes(progress, cluster, acting=False)
             return self._finish(progress, Outcome.PLANNED, "planned")
         if not leadership.acts:
             # never a LOAD from a standby, even when its proxy's rows differ: two LOADs on two
@@ -603,6 +656,7 @@ class PassRunner:
         for said in (roster_edits, applied.save_error):
             if said:
                 progress.warn(said)
+        self._act_on_nodes(progress, cluster, acting=True)
         outcome = Outcome.CHANGED if applied.loaded else Outcome.UNCHANGED
         return self._finish(progress, outcome, outcome.label)
 
@@ -626,6 +680,8 @@ class PassProgress:
         self.loaded = False  # set the moment LOAD MYSQL SERVERS TO RUNTIME returned
         self.remembered = False
         self.state_failures = 0
+        self.evictions = 0
+        self.node_actions: tuple[str, ...] = ()
         self.inputs: PassInputs | None = None
         self.assumed: tuple[str, ...] = ()
 
@@ -678,6 +734,8 @@ class PassProgress:
             state_failures=self.state_failures,
             inputs=self.inputs,
             assumed=self.assumed,
+            evictions=self.evictions,
+            node_actions=self.node_actions,
         )
 
 

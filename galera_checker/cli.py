@@ -12,10 +12,11 @@ if TYPE_CHECKING:
 
 
 def kind() -> CheckerKind:
+    from galera_checker.actions import GaleraActions
     from galera_checker.policy import GaleraPolicy
     from galera_checker.probe import probe, watch
 
-    return CheckerKind(Checker.GALERA, GaleraPolicy(), probe, watch)
+    return CheckerKind(Checker.GALERA, GaleraPolicy(), probe, watch, GaleraActions())
 
 
 def build() -> click.Group:

@@ -172,6 +172,34 @@ class StateStore:
             return f"{path} not written ({exc.strerror or exc}); retried next pass"
         return None
 
+    # ------------------------------------------------------------ evictions made (Galera)
+
+    def evicted_path(self, cluster: str) -> Path:
+        return self._path(cluster, "evicted")
+
+    def evicted(self, cluster: str) -> frozenset[str]:
+        """The gcomm uuids this checker evicted and has not cleared yet (unreadable: none)."""
+        try:
+            data = json.loads(self.evicted_path(cluster).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return frozenset()
+        return frozenset(str(u) for u in data) if isinstance(data, list) else frozenset()
+
+    def record_evicted(self, cluster: str, uuids: list[str]) -> str | None:
+        """Keep the list (none: the file goes); the reason when the state dir refused."""
+        path = self.evicted_path(cluster)
+        try:
+            if not uuids:
+                path.unlink(missing_ok=True)
+                return None
+            if self.evicted(cluster) == frozenset(uuids):
+                return None
+            self.ensure_dir()
+            _atomic_write(path, json.dumps(uuids))
+        except OSError as exc:
+            return f"{path} not written ({exc.strerror or exc})"
+        return None
+
     # ------------------------------------------------------------ a switchover's writer
 
     def writer_pin_path(self, cluster: str) -> Path:

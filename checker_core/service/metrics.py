@@ -45,6 +45,12 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("info", Gauge, ("checker", "version"), "Always 1; which checker and version run."),
     MetricSpec("passes", Counter, ("cluster", "outcome"), "Passes by outcome."),
     MetricSpec(
+        "evictions",
+        Counter,
+        ("cluster",),
+        "Dead Galera members evicted from the survivors' view (cluster.evict_dead_nodes).",
+    ),
+    MetricSpec(
         "early_passes",
         Counter,
         ("cause",),
@@ -207,6 +213,7 @@ class DaemonMetrics:
         if result.outcome is Outcome.BUSY:
             self._counter("lock_busy_skips").labels(name).inc()
         self._counter("state_save_failures").labels(name).inc(result.state_failures)
+        self._counter("evictions").labels(name).inc(result.evictions)
         if result.outcome in SUCCESSFUL:
             self._gauge("last_success_timestamp_seconds").labels(name).set(finished_at)
         for node, probe in result.probes.items():

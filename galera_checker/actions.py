@@ -1,0 +1,139 @@
+"""What galera-checker does to the nodes themselves after a pass: evict a member whose mysqld is
+gone, and clear those evictions once the cluster is whole again (cluster.evict_dead_nodes).
+
+Through the [node_admin] account, on one survivor of the Primary component; every statement
+takes its values as parameters. A failure is said in the pass line and costs nothing else: the
+eviction is an acceleration, the cluster evicts the member by itself after evs.suspect_timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from checker_core.core.model import NodeAddress
+from checker_core.edges.backend import describe_error
+from checker_core.edges.node_admin import NoNodeAdmin, session
+from checker_core.runner import ActionsDone, AfterPass
+from galera_checker.eviction import Clearing, Eviction, clearings, evictions, identities
+
+if TYPE_CHECKING:
+    import pymysql
+
+    from checker_core.settings.config import Endpoint
+
+Session = Callable[..., AbstractContextManager["pymysql.connections.Connection[Any]"]]
+
+# a view's members with their gcomm uuid and client address: MariaDB 10.4+, then PXC 8
+MEMBER_QUERIES = (
+    "SELECT node_uuid, node_incoming_address FROM mysql.wsrep_cluster_members",
+    "SELECT UUID, HOST_NAME FROM performance_schema.pxc_cluster_view",
+)
+EVICT_SQL = "SET GLOBAL wsrep_provider_options = %s"
+
+
+class GaleraActions:
+    """Keeps, per cluster, the last gcomm uuid each node gave (a dead node gives none)."""
+
+    def __init__(self, connect: Session = session) -> None:
+        self.connect = connect
+        self.known: dict[str, dict[NodeAddress, str]] = {}
+
+    def after_pass(self, after: AfterPass) -> ActionsDone:
+        cluster = after.cluster.name
+        known = self.known.setdefault(cluster, {})
+        known.update(identities(after.probes))
+        if not after.cluster.evict_dead_nodes or after.decision.blind:
+            return ActionsDone()
+        roster = after.decision.roster.addresses
+        wanted = evictions(after.probes, roster, known, after.decision.assignment.writers)
+        ours = set(after.store.evicted(cluster))
+        clear = clearings(after.probes, roster, ours)
+        said: list[str] = []
+        if not after.acting:
+            said += [f"would evict {e.node} through {e.survivor} ({e.reason})" for e in wanted]
+            said += [f"would clear the eviction list of {c.node}" for c in clear]
+            return ActionsDone(tuple(said))
+        failed: list[str] = []
+        done = 0
+        for eviction in wanted:
+            if eviction.uuid is not None and eviction.uuid in ours:
+                continue  # evicted already: it is out of the view (a refused port stays so)
+            text, uuid = self._evict(eviction, after.node_admin, after.budget_s)
+            if uuid is not None:
+                done += 1
+                ours.add(uuid)
+            if text:
+                (said if uuid is not None else failed).append(text)
+        for clearing in clear:
+            text, cleared = self._clear(clearing, after.node_admin, after.budget_s)
+            (said if cleared else failed).append(text)
+            if cleared:
+                ours -= set(clearing.uuids)
+        failure = after.store.record_evicted(cluster, sorted(ours))
+        if failure:
+            failed.append(failure)
+        return ActionsDone(tuple(said), tuple(failed), done)
+
+    def _evict(
+        self, eviction: Eviction, account: Endpoint | None, budget_s: float
+    ) -> tuple[str | None, str | None]:
+        """(what to say, the uuid evicted); nothing to say when the node already left."""
+        node, survivor = eviction.node, eviction.survivor
+        try:
+            with self.connect(account, survivor, timeout_s=budget_s) as conn:
+                members = _members(conn)
+                uuid = eviction.uuid if eviction.uuid in members else None
+                if uuid is None:
+                    uuid = next((u for u, a in members.items() if a == str(node)), None)
+                if uuid is None:
+                    return None, None  # not in the survivors' view: nothing left to evict
+                with conn.cursor() as cur:
+                    cur.execute(EVICT_SQL, (f"evs.evict={uuid}",))
+        except NoNodeAdmin as exc:
+            return f"eviction of {node} not done: {exc}", None
+        except Exception as exc:  # the cluster still evicts it by itself: say so, go on
+            return (
+                f"eviction of {node} through {survivor} failed ({describe_error(exc)}); "
+                "the cluster evicts it by itself after evs.suspect_timeout",
+                None,
+            )
+        return (
+            f"evicted {node} (gcomm uuid {uuid}) through {survivor}: {eviction.reason}",
+            uuid,
+        )
+
+    def _clear(
+        self, clearing: Clearing, account: Endpoint | None, budget_s: float
+    ) -> tuple[str, bool]:
+        node = clearing.node
+        try:
+            with self.connect(account, node, timeout_s=budget_s) as conn, conn.cursor() as cur:
+                cur.execute(EVICT_SQL, ("evs.evict=",))
+        except Exception as exc:  # retried by the next pass: the entries are still listed
+            return f"clearing the eviction list of {node} failed ({describe_error(exc)})", False
+        return (
+            f"cleared the eviction list of {node} ({', '.join(clearing.uuids)}): "
+            "the roster is whole and Synced again",
+            True,
+        )
+
+
+def _members(conn: pymysql.connections.Connection[Any]) -> dict[str, str]:
+    """The survivor's view: gcomm uuid -> the member's client address (or name)."""
+    last: Exception | None = None
+    for query in MEMBER_QUERIES:
+        try:
+            with conn.cursor() as cur:
+                cur.execute(query)
+                return {str(uuid): str(address or "") for uuid, address in _rows(cur)}
+        except Exception as exc:  # the other flavour's table: try it
+            last = exc
+    assert last is not None
+    raise last
+
+
+def _rows(cur: Any) -> Iterator[tuple[object, object]]:
+    for row in cur.fetchall():
+        yield row[0], row[1]

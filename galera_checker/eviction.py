@@ -1,0 +1,111 @@
+"""Evicting a Galera member whose mysqld is certainly gone (cluster.evict_dead_nodes). Pure.
+
+While a dead member is still in the view, every commit of the cluster waits for it until
+evs.suspect_timeout has passed (5 s by default): the new writer takes writes and cannot commit
+them. A survivor told `evs.evict=<gcomm uuid>` drops the member at once.
+
+Only a refused connection counts as proof: the host answered (RST) and nothing listens on the
+port, so mysqld is gone. A timeout proves nothing (SIGSTOP, a loaded host, a slow network): such
+a node is never evicted. Once every node of the roster is back in the Primary component and
+Synced (a restarted node joins under a new identity), the eviction entries this checker made are
+cleared from the nodes that list them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+from checker_core.core.model import NodeAddress
+from checker_core.core.probes import ProbeFailure, ProbeResult
+from galera_checker.policy import GaleraFacts
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """Evict `node` (its gcomm uuid when known) through `survivor`."""
+
+    node: NodeAddress
+    uuid: str | None  # None: found in the survivor's view by its address
+    survivor: NodeAddress
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Clearing:
+    """Clear the eviction list of `node`: every entry in it is one of ours, and stale."""
+
+    node: NodeAddress
+    uuids: tuple[str, ...]
+
+
+def facts_of(probe: ProbeResult | None) -> GaleraFacts | None:
+    return probe.facts if probe is not None and isinstance(probe.facts, GaleraFacts) else None
+
+
+def in_primary(probe: ProbeResult | None) -> bool:
+    facts = facts_of(probe)
+    return facts is not None and facts.get("wsrep_cluster_status") == "Primary"
+
+
+def synced(probe: ProbeResult | None) -> bool:
+    facts = facts_of(probe)
+    return in_primary(probe) and facts is not None and facts.get("wsrep_local_state") == "4"
+
+
+def identities(probes: Mapping[NodeAddress, ProbeResult]) -> dict[NodeAddress, str]:
+    """Each answering node's gcomm uuid, as it says itself."""
+    found = {}
+    for node, probe in probes.items():
+        facts = facts_of(probe)
+        uuid = facts.get("wsrep_gcomm_uuid") if facts is not None else None
+        if uuid:
+            found[node] = uuid
+    return found
+
+
+def evictions(
+    probes: Mapping[NodeAddress, ProbeResult],
+    roster: Collection[NodeAddress],
+    known: Mapping[NodeAddress, str],
+    writers: Collection[NodeAddress],
+) -> tuple[Eviction, ...]:
+    """The refused nodes of the roster to evict, each through a survivor in the Primary
+    component (a writer first). No survivor: nothing to evict through, nothing evicted."""
+    survivors = sorted(n for n in roster if in_primary(probes.get(n)))
+    if not survivors:
+        return ()
+    survivor = next((n for n in survivors if n in writers), survivors[0])
+    found = []
+    for node in sorted(roster):
+        probe = probes.get(node)
+        if probe is None or probe.how_failed is not ProbeFailure.REFUSED:
+            continue
+        found.append(
+            Eviction(node, known.get(node), survivor, f"connection refused: {probe.error}")
+        )
+    return tuple(found)
+
+
+def clearings(
+    probes: Mapping[NodeAddress, ProbeResult],
+    roster: Collection[NodeAddress],
+    ours: Collection[str],
+) -> tuple[Clearing, ...]:
+    """Nodes whose eviction list holds only entries this checker made, once the whole roster
+    is back and Synced (so no entry can be a member that is still dead)."""
+    if not ours or not all(synced(probes.get(n)) for n in roster):
+        return ()
+    current = set(identities({n: p for n, p in probes.items() if n in roster}).values())
+    found = []
+    for node in sorted(roster):
+        facts = facts_of(probes.get(node))
+        listed = evict_list(facts.get("wsrep_evs_evict_list") if facts else None)
+        if listed and set(listed) <= set(ours) and not set(listed) & current:
+            found.append(Clearing(node, listed))
+    return tuple(found)
+
+
+def evict_list(text: str | None) -> tuple[str, ...]:
+    """wsrep_evs_evict_list: uuids separated by commas (empty when none)."""
+    return tuple(sorted(u.strip() for u in (text or "").split(",") if u.strip()))

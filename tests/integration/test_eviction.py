@@ -1,0 +1,107 @@
+"""cluster.evict_dead_nodes on the lab's real MariaDB Galera: a killed member leaves the
+survivors' view through the checker's eviction (it is in their evs evict list, which only an
+eviction fills), long before evs.suspect_timeout (3 s in the lab) would have dropped it; the
+entry is cleared once the node is back; a frozen node (SIGSTOP) is never evicted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from checker_core.core.model import NodeAddress
+from tests.integration.rig import Daemon, Rig
+from tests.lab.accounts import NODE_ADMIN_PASSWORD, NODE_ADMIN_USER
+from tests.lab.process import wait_until
+
+pytestmark = [pytest.mark.galera, pytest.mark.proxysql]
+
+# the lab's evs.suspect_timeout: an eviction seen within it was not the cluster's own
+SUSPECT_TIMEOUT_S = 3.0
+SOON_S = 20.0
+
+
+def status(galera: Any, n: int, name: str) -> str:
+    rows = galera.sql(n, "SHOW GLOBAL STATUS LIKE %s", (name,))
+    return str(rows[0][1]) if rows else ""
+
+
+def evict_list(galera: Any, n: int) -> str:
+    return status(galera, n, "wsrep_evs_evict_list")
+
+
+def evicting_daemon(rig: Rig) -> Daemon:
+    secret = rig.tmp / "secrets" / "node_admin"
+    secret.parent.mkdir(exist_ok=True)
+    secret.write_text(NODE_ADMIN_PASSWORD + "\n")
+    rig.proxysql_settings.clear()
+    # the watch brings the eviction; the cadence the clearing (a returning reader is no writer)
+    rig.run_settings.update(interval_ms=2000, max_runtime_ms=1800)
+    rig.write_config(evict_dead_nodes=True)
+    text = rig.config.read_text().replace(
+        "[run]\n",
+        f'[node_admin]\nuser = "{NODE_ADMIN_USER}"\npassword_file = "{secret}"\n[run]\n',
+    )
+    rig.config.write_text(text)
+    daemon = Daemon(rig)
+    daemon.next_pass()
+    return daemon
+
+
+def test_a_killed_writer_is_evicted_and_the_entry_cleared_after_it_rejoins(
+    rig: Rig, galera: Any, nodes: list[NodeAddress]
+) -> None:
+    n1, n2, _ = nodes
+    old_uuid = status(galera, 1, "wsrep_gcomm_uuid")
+    daemon = evicting_daemon(rig)
+    try:
+        galera.kill(1)
+        moved = daemon.next_pass(timeout=SOON_S)
+        assert f"writer {n2} (was {n1})" in moved["summary"], moved
+        # a connect in the moment the process dies may be reset rather than refused: proof
+        # comes with the probe asked again at once
+        evicted = moved
+        for _ in range(3):
+            if "evicted" in evicted["summary"]:
+                break
+            evicted = daemon.next_pass(timeout=SOON_S)
+        assert f"evicted {n1} (gcomm uuid {old_uuid})" in evicted["summary"], evicted
+        wait_until(
+            lambda: status(galera, 2, "wsrep_cluster_size") == "2",
+            SUSPECT_TIMEOUT_S,
+            "the survivors' view to drop the killed writer before suspect_timeout",
+        )
+        assert old_uuid in evict_list(galera, 2)
+        galera.start(1)  # a new process: a new gcomm uuid
+        assert status(galera, 1, "wsrep_gcomm_uuid") != old_uuid
+        wait_until(
+            lambda: all(evict_list(galera, n) == "" for n in (1, 2, 3)),
+            SOON_S,
+            "the eviction lists to be cleared once the node is back",
+        )
+        assert "cleared the eviction list" in "".join(daemon.output)
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_a_frozen_node_is_never_evicted(rig: Rig, galera: Any, nodes: list[NodeAddress]) -> None:
+    _, _, n3 = nodes
+    daemon = evicting_daemon(rig)
+    try:
+        galera.freeze(3)
+        try:
+            # the watch or the cadence notices it; either way the pass takes it out as silent
+            wait_until(lambda: n3 in rig.offline, SOON_S, "the frozen node to be taken out")
+            # the cluster drops it by itself after suspect_timeout: not an eviction
+            wait_until(
+                lambda: status(galera, 1, "wsrep_cluster_size") == "2",
+                SOON_S,
+                "the cluster to drop the frozen node by itself",
+            )
+        finally:
+            galera.thaw(3)
+        assert evict_list(galera, 1) == ""
+        assert "evicted" not in "".join(daemon.output)
+    finally:
+        assert daemon.stop() == 0

@@ -1,0 +1,174 @@
+"""Which dead Galera members are evicted, through whom, and when the entries are cleared; the
+actions against a recording connection (the SQL and its parameters)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checker_core.core.model import NodeAddress
+from checker_core.core.probes import ProbeFailure, ProbeResult
+from checker_core.edges.memory import StateStore
+from checker_core.edges.node_admin import NoNodeAdmin
+from checker_core.runner import AfterPass
+from checker_core.settings.schema import Checker
+from galera_checker.actions import EVICT_SQL, GaleraActions
+from galera_checker.eviction import Clearing, clearings, evict_list, evictions
+from tests.unit.daemon_cases import galera_pass
+from tests.unit.galera_cases import N1, N2, N3, cluster_settings, probe_ok, steady
+
+ROSTER = (N1, N2, N3)
+UUID = {N1: "u-1", N2: "u-2", N3: "u-3"}
+
+
+def alive(node: NodeAddress, **facts: str) -> ProbeResult:
+    return probe_ok(node, wsrep_gcomm_uuid=UUID[node], **facts)
+
+
+def refused(node: NodeAddress) -> ProbeResult:
+    return ProbeResult(node, None, "Connection refused (error 2003)", 1.0, ProbeFailure.REFUSED)
+
+
+def silent(node: NodeAddress) -> ProbeResult:
+    return ProbeResult(node, None, "timed out", 800.0, ProbeFailure.SILENT)
+
+
+def reset(node: NodeAddress) -> ProbeResult:
+    return ProbeResult(node, None, "Connection reset by peer", 1.0, ProbeFailure.ERROR)
+
+
+@pytest.mark.parametrize(
+    ("dead", "evicted"),
+    [
+        (refused(N1), (N1,)),
+        (silent(N1), ()),  # SIGSTOP, a loaded host: a timeout proves nothing
+        (reset(N1), ()),  # the moment a process dies: proof comes with the next, refused probe
+        (alive(N1), ()),
+        (alive(N1, wsrep_cluster_status="non-Primary"), ()),
+    ],
+    ids=["refused", "silent", "reset", "alive", "non-primary"],
+)
+def test_only_a_refused_node_is_evicted(dead: ProbeResult, evicted: tuple[NodeAddress]) -> None:
+    probes = {N1: dead, N2: alive(N2), N3: alive(N3)}
+    found = evictions(probes, ROSTER, UUID, writers=(N2,))
+    assert tuple(e.node for e in found) == evicted
+    assert all(e.survivor == N2 and e.uuid == "u-1" for e in found), "through the writer"
+
+
+def test_no_survivor_in_the_primary_component_evicts_nothing() -> None:
+    probes = {
+        N1: refused(N1),
+        N2: alive(N2, wsrep_cluster_status="non-Primary"),
+        N3: silent(N3),
+    }
+    assert evictions(probes, ROSTER, UUID, writers=()) == ()
+
+
+def test_an_unknown_uuid_is_left_to_the_survivors_view() -> None:
+    probes = {N1: refused(N1), N2: alive(N2), N3: alive(N3)}
+    [found] = evictions(probes, ROSTER, {}, writers=())
+    assert found.uuid is None and found.survivor == N2
+
+
+def test_entries_are_cleared_only_once_the_roster_is_whole_and_only_ours() -> None:
+    listing = {"wsrep_evs_evict_list": "old-1"}
+    whole = {n: alive(n, **listing) for n in ROSTER}
+    assert clearings(whole, ROSTER, {"old-1"}) == tuple(Clearing(n, ("old-1",)) for n in ROSTER)
+    assert clearings(whole, ROSTER, set()) == (), "an operator's entry is not ours"
+    joining = {**whole, N1: alive(N1, wsrep_local_state="1", **listing)}
+    assert clearings(joining, ROSTER, {"old-1"}) == ()
+    still_dead = {**whole, N1: refused(N1)}
+    assert clearings(still_dead, ROSTER, {"old-1"}) == ()
+    theirs = {n: alive(n, wsrep_evs_evict_list="old-1,garbd") for n in ROSTER}
+    assert clearings(theirs, ROSTER, {"old-1"}) == (), "a list with others' entries is kept"
+
+
+def test_the_evict_list_is_read_as_uuids() -> None:
+    assert evict_list("") == ()
+    assert evict_list("b, a") == ("a", "b")
+
+
+# ---------------------------------------------------------------- the actions
+
+
+class Recorded:
+    """A connection that answers the member query and records what was executed."""
+
+    def __init__(self, members: dict[str, str], log: list[tuple[str, object]]) -> None:
+        self.members, self.log = members, log
+
+    def cursor(self) -> Recorded:
+        return self
+
+    def __enter__(self) -> Recorded:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def execute(self, sql: str, args: object = None) -> None:
+        self.log.append((sql, args))
+
+    def fetchall(self) -> list[tuple[str, str]]:
+        return list(self.members.items())
+
+
+def recording(members: dict[str, str], log: list[tuple[str, object]]) -> Any:
+    @contextlib.contextmanager
+    def connect(account: object, node: NodeAddress, *, timeout_s: float) -> Iterator[Recorded]:
+        if account is None:
+            raise NoNodeAdmin("no [node_admin] account is configured")
+        log.append(("connect", node))
+        yield Recorded(members, log)
+
+    return connect
+
+
+def after(tmp_path: Path, probes: dict[NodeAddress, ProbeResult], acting: bool = True) -> AfterPass:
+    result = galera_pass(steady(N1), probes, apply=False)
+    assert result.decision is not None
+    return AfterPass(
+        cluster_settings(evict_dead_nodes=True),
+        result.decision,
+        result.probes,
+        object(),  # type: ignore[arg-type]  # an account: the recording connect only checks it
+        StateStore(tmp_path, Checker.GALERA),
+        1.0,
+        acting,
+    )
+
+
+def test_a_refused_member_still_in_the_view_is_evicted_once(tmp_path: Path) -> None:
+    log: list[tuple[str, object]] = []
+    actions = GaleraActions(recording({"u-1": "127.0.0.1:3311", "u-2": "x", "u-3": "y"}, log))
+    actions.after_pass(after(tmp_path, {n: alive(n) for n in ROSTER}))  # learns the uuids
+    done = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
+    assert done.evictions == 1
+    assert (EVICT_SQL, ("evs.evict=u-1",)) in log, "the uuid goes as a parameter"
+    assert "evicted 127.0.0.1:3311 (gcomm uuid u-1)" in done.said[0]
+    log.clear()
+    again = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
+    assert again.evictions == 0 and log == [], "evicted already: not asked again"
+
+
+def test_a_member_gone_from_the_view_is_not_evicted(tmp_path: Path) -> None:
+    log: list[tuple[str, object]] = []
+    actions = GaleraActions(recording({"u-2": "x", "u-3": "y"}, log))
+    done = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
+    assert done.evictions == 0 and done.said == () and done.failed == ()
+    assert not any(sql == EVICT_SQL for sql, _ in log)
+
+
+def test_a_dry_run_only_says_what_it_would_do(tmp_path: Path) -> None:
+    log: list[tuple[str, object]] = []
+    actions = GaleraActions(recording({"u-1": "127.0.0.1:3311"}, log))
+    probes = {N1: refused(N1), N2: alive(N2), N3: alive(N3)}
+    done = actions.after_pass(after(tmp_path, probes, acting=False))
+    assert log == []
+    assert done.said == (
+        f"would evict {N1} through {N2} (connection refused: Connection refused (error 2003))",
+    )
