@@ -121,6 +121,11 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
     for warning in settings.warnings:
         click.echo(f"warning: {warning}", err=True)
     for result in _run_passes(inv, settings, "status"):
+        for advice in result.advice:
+            if advice.warning:
+                click.echo(f"warning: cluster {result.cluster}: {advice.text}", err=True)
+            else:
+                click.echo(f"  cluster {result.cluster}: {advice.text}")
         readiness = result.readiness()
         if readiness is None:
             click.echo(f"  cluster {result.cluster} failover: not checked ({result.summary()})")

@@ -106,6 +106,30 @@ class NodeActions(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Advice:
+    """Something a pass works out for the operator without acting on it."""
+
+    text: str
+    warning: bool  # the pass line, status and check-config say it; else only check-config
+
+
+@dataclass(frozen=True, slots=True)
+class AdviceInput:
+    cluster: ClusterSettings
+    probes: Mapping[NodeAddress, ProbeResult]
+    proxy_variables: Mapping[str, str]  # runtime_global_variables the advisor asked for
+    now: float  # monotonic
+
+
+class Advisor(Protocol):
+    """What a checker tells the operator from a pass's probes and ProxySQL's settings."""
+
+    proxy_variables: tuple[str, ...]
+
+    def advise(self, given: AdviceInput) -> tuple[Advice, ...]: ...
+
+
+@dataclass(frozen=True, slots=True)
 class CheckerKind:
     """What makes a checker: its name, its rules and its probe."""
 
@@ -115,6 +139,7 @@ class CheckerKind:
     # the daemon's question to a writer between passes (a lighter probe); None: the probe
     watch: ProbeFn | None = None
     actions: NodeActions | None = None
+    advisor: Advisor | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +186,7 @@ class PassResult:
     known_readiness: Readiness | None = None
     evictions: int = 0  # dead Galera members this pass evicted from the survivors' view
     node_actions: tuple[str, ...] = ()  # what the pass did to the nodes themselves, in words
+    advice: tuple[Advice, ...] = ()
 
     @property
     def role(self) -> Role | None:
@@ -258,6 +284,7 @@ class PassResult:
         if self.assumed:
             notes += f"; what-if: assuming {', '.join(self.assumed)}"
         notes += "".join(f"; {said}" for said in self.node_actions)
+        notes += "".join(f"; warning: {a.text}" for a in self.advice if a.warning)
         if self.decision.adopted:
             nodes = len({r.node for r in self.decision.adopted})
             hostgroups = sorted({r.hostgroup_id for r in self.decision.adopted})
@@ -281,6 +308,10 @@ class PassRunner:
         self._native: dict[str, str] = {}
         self._native_checked_by: AdminClient | None = None
         self._native_until = 0.0
+        # ProxySQL's runtime variables an advisor asked for: from which connection, till when
+        self._variables: dict[str, str] = {}
+        self._variables_read_by: AdminClient | None = None
+        self._variables_until = 0.0
         # the daemon's last roster per cluster: probed while ProxySQL's rows are being read
         self._last_roster: dict[str, tuple[NodeAddress, ...]] = {}
         # failures a what-if dry-run assumes (run --dry-run --assume-down ...)
@@ -451,6 +482,29 @@ class PassRunner:
         except WhatIfRefused as exc:
             raise BadRows([str(exc)]) from None
 
+    def _advise(
+        self,
+        admin: AdminClient,
+        advisor: Advisor,
+        cluster: ClusterSettings,
+        probes: Mapping[NodeAddress, ProbeResult],
+    ) -> tuple[Advice, ...]:
+        """The advisor's word on this pass; ProxySQL's variables asked once per scheduler pass,
+        by the daemon once per connection and then every PEERS_RECHECK_S."""
+        wanted = advisor.proxy_variables
+        due = self._variables_read_by is not admin or self.monotonic() >= self._variables_until
+        if wanted and due:
+            marks = ", ".join(["%s"] * len(wanted))  # placeholders only: the names are params
+            rows = admin.execute(
+                "SELECT variable_name, variable_value FROM runtime_global_variables "  # noqa: S608
+                f"WHERE variable_name IN ({marks})",
+                wanted,
+            )
+            self._variables = {str(name): str(value) for name, value in rows}
+            self._variables_read_by = admin
+            self._variables_until = self.monotonic() + PEERS_RECHECK_S
+        return advisor.advise(AdviceInput(cluster, probes, self._variables, self.monotonic()))
+
     def _act_on_nodes(self, progress: PassProgress, cluster: ClusterSettings, acting: bool) -> None:
         """The checker's actions on the nodes (evictions), after the LOAD: routing first."""
         actions, decision = self.kind.actions, progress.decision
@@ -617,6 +671,8 @@ class PassRunner:
         if assumed and mode is Mode.DRY_RUN:
             decision = self._assume(progress, probes, assumed)
         progress.decided(decision, layout, probes, pool)
+        if self.kind.advisor is not None and not decision.blind:
+            progress.advice = self._advise(admin, self.kind.advisor, cluster, probes)
         if decision.blind:
             # no LOAD, no staging repair, no counter saved: the pass saw nothing to act on
             return self._finish(progress, Outcome.BLIND, decision.sight.reason)
@@ -682,6 +738,7 @@ class PassProgress:
         self.state_failures = 0
         self.evictions = 0
         self.node_actions: tuple[str, ...] = ()
+        self.advice: tuple[Advice, ...] = ()
         self.inputs: PassInputs | None = None
         self.assumed: tuple[str, ...] = ()
 
@@ -736,6 +793,7 @@ class PassProgress:
             assumed=self.assumed,
             evictions=self.evictions,
             node_actions=self.node_actions,
+            advice=self.advice,
         )
 
 

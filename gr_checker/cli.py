@@ -12,10 +12,11 @@ if TYPE_CHECKING:
 
 
 def kind() -> CheckerKind:
+    from gr_checker.hold import HoldAdvisor
     from gr_checker.policy import GroupReplicationPolicy
     from gr_checker.probe import probe
 
-    return CheckerKind(Checker.GR, GroupReplicationPolicy(), probe)
+    return CheckerKind(Checker.GR, GroupReplicationPolicy(), probe, advisor=HoldAdvisor())
 
 
 def build() -> click.Group:

@@ -49,6 +49,7 @@ class GrFacts:
     applier_queue: int | None  # COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE of itself
     certify_queue: int | None  # COUNT_TRANSACTIONS_IN_QUEUE
     remote_applied: int | None  # COUNT_TRANSACTIONS_REMOTE_APPLIED
+    expel_timeout_s: int | None = None  # group_replication_member_expel_timeout
 
     @property
     def me(self) -> Member | None:

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 PROBE_SQL = (
     "SELECT @@server_uuid, @@super_read_only, @@read_only, "
-    "@@group_replication_single_primary_mode; "
+    "@@group_replication_single_primary_mode, @@group_replication_member_expel_timeout; "
     "SELECT MEMBER_ID, MEMBER_HOST, MEMBER_PORT, MEMBER_STATE, MEMBER_ROLE "
     "FROM performance_schema.replication_group_members; "
     "SELECT COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE, COUNT_TRANSACTIONS_IN_QUEUE, "
@@ -32,7 +32,7 @@ def _count(value: object) -> int | None:
 def probe(conn: pymysql.connections.Connection[Any]) -> GrFacts:
     with conn.cursor() as cur:
         cur.execute(PROBE_SQL)
-        uuid, super_ro, ro, single = cur.fetchone() or ("", 0, 0, 1)
+        uuid, super_ro, ro, single, expel = cur.fetchone() or ("", 0, 0, 1, None)
         cur.nextset()
         members = tuple(
             Member(
@@ -52,4 +52,5 @@ def probe(conn: pymysql.connections.Connection[Any]) -> GrFacts:
         applier_queue=_count(applier),
         certify_queue=_count(certify),
         remote_applied=_count(applied),
+        expel_timeout_s=_count(expel),
     )

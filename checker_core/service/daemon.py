@@ -70,6 +70,7 @@ class _Daemon:
         self.runner = PassRunner(settings, kind, persistent=True)
         self.between = self._between(settings)
         self.readiness = ReadinessWatch()
+        self.advised: dict[str, tuple[str, ...]] = {}
         self._warm_up()
         self._warn_watchdog(settings)
         serving = (
@@ -101,6 +102,7 @@ class _Daemon:
                 log_pass(self.log, result)
                 if change:
                     self.log.warning("readiness", cluster=result.cluster, summary=change)
+                self._warn_advice(result)
                 results.append(result)
             self.board.record(results)
             self._report_to_systemd(results, first=not ready)
@@ -118,6 +120,17 @@ class _Daemon:
                 self.board.started_early(trigger.cause.label)
                 self.log.info("watch", summary=trigger.describe())
         self.notify.stopping()
+
+    def _warn_advice(self, result: PassResult) -> None:
+        """An advisor's warning is logged when it appears or changes, not every pass (the
+        pass line carries it every pass)."""
+        if result.decision is None:
+            return
+        warned = tuple(a.text for a in result.advice if a.warning)
+        if warned != self.advised.get(result.cluster, ()):
+            self.advised[result.cluster] = warned
+            for text in warned:
+                self.log.warning("advice", cluster=result.cluster, summary=text)
 
     def _between(self, settings: Settings) -> BetweenPasses:
         monitor = settings.monitor

@@ -311,3 +311,39 @@ def test_plain_text_monitor_login_loads_rsa_when_it_must(
     result = rig.run()
     assert result.code == 0, result.stderr
     assert rig.writers == {members[0]}
+
+
+def set_connect_timeout_server_max(proxysql: Any, value: str) -> None:
+    from tests.lab.proxysql import admin_cursor
+
+    with admin_cursor(proxysql) as cur:
+        cur.execute(
+            "UPDATE global_variables SET variable_value = %s "
+            "WHERE variable_name = 'mysql-connect_timeout_server_max'",
+            (value,),
+        )
+        cur.execute("LOAD MYSQL VARIABLES TO RUNTIME")
+
+
+def test_a_hold_that_can_outlast_proxysqls_wait_is_said_before_any_failover(
+    rig: Rig, proxysql_admin: Any
+) -> None:
+    """The lab's group expels at once (expel timeout 0): an election of ~6 s fits ProxySQL's
+    default 10 s; with 5 s it does not, and check-config, status and the pass line say so."""
+    fits = rig.run("check-config")
+    assert fits.code == 0, fits.stderr
+    assert "a failover's hold fits in mysql-connect_timeout_server_max (10000 ms)" in fits.stdout
+    set_connect_timeout_server_max(proxysql_admin, "5000")
+    try:
+        said = rig.run("check-config")
+        assert said.code == 0, said.stderr
+        warning = "a failover's hold can outlast mysql-connect_timeout_server_max (5000 ms)"
+        assert warning in said.stderr
+        assert "group_replication_member_expel_timeout 0 s" in said.stderr
+        status = rig.run("status")
+        assert warning in status.stdout
+        passed = rig.run()
+        assert passed.code == 0, passed.stderr
+        assert warning in passed.summary
+    finally:
+        set_connect_timeout_server_max(proxysql_admin, "10000")
