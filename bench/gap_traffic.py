@@ -71,22 +71,22 @@ class Writer(threading.Thread):
         self.mysql_port = mysql_port
         self.run_id = run_id
         self.statements: list[Statement] = []
-        self._stop = threading.Event()
+        self._halt = threading.Event()
         self._conn: Connection | None = None
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
 
     def run(self) -> None:
         seq = 0
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             seq += 1
             started = time.monotonic()
             code = self._insert(seq)
             self.statements.append(Statement(seq, started, time.monotonic(), code))
             if code != 0:
                 self._drop()
-                self._stop.wait(RECONNECT_PAUSE_S)
+                self._halt.wait(RECONNECT_PAUSE_S)
         self._drop()
 
     def _insert(self, seq: int) -> int:
@@ -126,21 +126,21 @@ class Sampler(threading.Thread):
         self._connect = connect
         self.hostgroup = writer_hostgroup
         self.samples: list[Sample] = []
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
 
     def run(self) -> None:
         conn: Connection = self._connect()
         sql = "SELECT port FROM runtime_mysql_servers WHERE hostgroup_id = %s AND status = 'ONLINE'"
         try:
-            while not self._stop.is_set():
+            while not self._halt.is_set():
                 started = time.monotonic()
                 with conn.cursor() as cur:
                     cur.execute(sql, (self.hostgroup,))
                     ports = tuple(sorted(int(row[0]) for row in cur.fetchall()))
                 self.samples.append(Sample(started, ports))
-                self._stop.wait(max(0.0, SAMPLE_PERIOD_S - (time.monotonic() - started)))
+                self._halt.wait(max(0.0, SAMPLE_PERIOD_S - (time.monotonic() - started)))
         finally:
             conn.close()
