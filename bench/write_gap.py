@@ -538,6 +538,8 @@ def main(argv: Sequence[str]) -> int:
         print("write_gap: skipped: PROXYSQL_BIN is not set (this bench needs a real ProxySQL)")
         return 0
     todo = plan(args)
+    # a SIGTERM (timeout(1), a human) unwinds through the blocks that stop what the bench started
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(f"write_gap: signal {signum}"))
     cluster = galera_cluster(args.suspect_timeout_s) if args.cluster == "galera" else gr_cluster()
     records: list[RunRecord] = []
     with labs(cluster) as proxysql:
