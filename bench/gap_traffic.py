@@ -26,7 +26,14 @@ CREATE_TABLE = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (run VARCHAR(64) NOT NULL, seq INT NOT NULL, "
     "node INT NOT NULL, client_ts DOUBLE NOT NULL, PRIMARY KEY (run, seq)) ENGINE=InnoDB"
 )
-INSERT = f"INSERT INTO {TABLE} (run, seq, node, client_ts) VALUES (%s, %s, @@port, %s)"  # noqa: S608
+# The node that took a row is set by a trigger, not named in the INSERT: a statement that reads
+# @@port would make ProxySQL pin the client's backend connection (no multiplexing), and the
+# client would stay on a demoted writer. Replicas apply row events without running triggers.
+CREATE_TRIGGER = (
+    f"CREATE TRIGGER IF NOT EXISTS `{APP_SCHEMA}`.`write_gap_node` BEFORE INSERT ON {TABLE} "
+    "FOR EACH ROW SET NEW.node = @@port"
+)
+INSERT = f"INSERT INTO {TABLE} (run, seq, node, client_ts) VALUES (%s, %s, 0, %s)"  # noqa: S608
 
 # An application's own limits: a statement that hangs (a frozen backend) is given up after
 # READ_TIMEOUT_S; it is longer than ProxySQL's mysql-connect_timeout_server_max (10 s), so the

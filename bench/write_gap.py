@@ -51,6 +51,7 @@ from bench.gap_faults import (
 )
 from bench.gap_traffic import (
     CREATE_TABLE,
+    CREATE_TRIGGER,
     TABLE,
     Sample,
     Sampler,
@@ -404,6 +405,7 @@ def _gr_up(cluster: Cluster) -> bool:
 
 def _create_table(cluster: Cluster) -> None:
     cluster.sql(cluster.writer, CREATE_TABLE, ())
+    cluster.sql(cluster.writer, CREATE_TRIGGER, ())
 
 
 def _leave(cluster: Cluster, was_up: bool) -> None:
