@@ -17,6 +17,7 @@ from tests.lab.paths import LOOPBACK
 
 REPO = Path(__file__).resolve().parents[1]
 SWITCHOVER_TIMEOUT_S = 90.0
+SWITCHOVER_TIMEOUTS = ("monitor.connect_timeout_ms=300", "monitor.read_timeout_ms=500")
 
 
 class ClusterLab(Protocol):
@@ -60,6 +61,7 @@ class FaultRun:
     env: dict[str, str]
     victim: int  # the writer the fault hits
     target: int  # the node expected to write afterwards
+    logs: Path  # where a run's logs stay (the config's directory is new for every run)
     background: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
 
@@ -100,9 +102,14 @@ def _thaw(run: FaultRun) -> None:
 def _switchover(run: FaultRun) -> None:
     to = f"{LOOPBACK}:{run.cluster.port(run.target)}"
     argv = [sys.executable, "-m", run.cluster.package, "--config", str(run.config)]
-    with open(run.config.with_name("switchover.log"), "wb") as log:
+    # an operator's one-off command: a new process (its first connects, TLS) is given the time
+    # a 200 ms daemon's passes are not, lest a slow first probe refuse the move
+    generous = ["--set", "run.max_runtime_ms=1800"] + [
+        arg for key in SWITCHOVER_TIMEOUTS for arg in ("--set", key)
+    ]
+    with open(run.logs / "switchover.log", "wb") as log:
         child = subprocess.Popen(
-            [*argv, "switchover", "--to", to],
+            [*argv, "switchover", *generous, "--to", to],
             env=run.env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -188,10 +188,10 @@ def write_config(
 
 
 @contextlib.contextmanager
-def daemon(cluster: Cluster, config: Path) -> Iterator[subprocess.Popen[bytes]]:
+def daemon(cluster: Cluster, config: Path, logs: Path) -> Iterator[subprocess.Popen[bytes]]:
     """`python -m PACKAGE --config F daemon` in its own session, stopped after the block."""
     argv = [sys.executable, "-m", cluster.package, "--config", str(config), "daemon"]
-    with open(config.with_name("daemon.log"), "wb") as log:
+    with open(logs / "daemon.log", "wb") as log:
         child = subprocess.Popen(
             argv, env=checker_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -348,8 +348,11 @@ def run_once(proxysql: ProxySQLLab, cluster: Cluster, case: Case, k: int) -> Run
     config = write_config(proxysql, cluster, interval_ms, variant, WORK / cluster.name)
     run_id = f"{fault.name}-{variant}-{interval_ms}-{k}-{time.time_ns()}"
     victim = cluster.writer
-    faulted = FaultRun(cluster, config, checker_env(), victim, expected_target(cluster, victim))
-    with daemon(cluster, config) as child:
+    logs = WORK / "logs" / run_id
+    logs.mkdir(parents=True, exist_ok=True)
+    target = expected_target(cluster, victim)
+    faulted = FaultRun(cluster, config, checker_env(), victim, target, logs)
+    with daemon(cluster, config, logs) as child:
         converge(proxysql, cluster, child)
         seen = observe(proxysql, case, faulted, child.pid, run_id)
     cluster.lab.ensure_healthy()
