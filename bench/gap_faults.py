@@ -103,8 +103,9 @@ def _switchover(run: FaultRun) -> None:
     to = f"{LOOPBACK}:{run.cluster.port(run.target)}"
     argv = [sys.executable, "-m", run.cluster.package, "--config", str(run.config)]
     # an operator's one-off command: a new process (its first connects, TLS) is given the time
-    # a 200 ms daemon's passes are not, lest a slow first probe refuse the move
-    generous = ["--set", "run.max_runtime_ms=1800"] + [
+    # a 200 ms daemon's passes are not (the default cadence's), lest a slow first probe refuse
+    # the move
+    generous = ["--set", "run.interval_ms=2000", "--set", "run.max_runtime_ms=1800"] + [
         arg for key in SWITCHOVER_TIMEOUTS for arg in ("--set", key)
     ]
     with open(run.logs / "switchover.log", "wb") as log:
