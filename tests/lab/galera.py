@@ -60,10 +60,12 @@ PRIMARY = "Primary"
 # node may leave the view within a few seconds. Galera wants keepalive < suspect <= inactive and
 # install <= inactive; suspect stays well above the keepalive so a busy 2-core box is not taken
 # for a dead peer.
+# evs.suspect_timeout is a GaleraLab argument (SUSPECT_TIMEOUT_S unless given): a benchmark may
+# want Galera's own default (5 s) back.
+SUSPECT_TIMEOUT_S = 3
 PROVIDER_TUNING = (
     "evs.keepalive_period=PT1S",
     "evs.inactive_check_period=PT0.5S",
-    "evs.suspect_timeout=PT3S",
     "evs.inactive_timeout=PT6S",
     "evs.install_timeout=PT5S",
     "evs.join_retrans_period=PT0.5S",
@@ -411,10 +413,13 @@ wsrep_sst_receive_address=$host:$sst_port
 )
 
 
-def _render_cnf(node: GaleraNode, files: _Files, provider: Path, certs: CertSet) -> str:
+def _render_cnf(
+    node: GaleraNode, files: _Files, provider: Path, certs: CertSet, suspect_timeout_s: int
+) -> str:
     options = [
         f"gmcast.listen_addr=tcp://{node.host}:{node.gmcast_port}",
         f"ist.recv_addr={node.host}:{node.ist_port}",
+        f"evs.suspect_timeout=PT{suspect_timeout_s}S",
         *PROVIDER_TUNING,
     ]
     return _MY_CNF.substitute(
@@ -470,8 +475,12 @@ def _as_str(value: object) -> str | None:
 class GaleraLab:
     """Start, break and repair the lab's 3-node Galera cluster."""
 
-    def __init__(self, base: Path | None = None) -> None:
+    def __init__(
+        self, base: Path | None = None, suspect_timeout_s: int = SUSPECT_TIMEOUT_S
+    ) -> None:
         self.base = base if base is not None else lab_dir() / "galera"
+        # evs.suspect_timeout of the my.cnf this lab writes (it must stay <= inactive_timeout)
+        self.suspect_timeout_s = suspect_timeout_s
 
     # ----------------------------------------------------------------- small queries
 
@@ -653,6 +662,14 @@ class GaleraLab:
     def set_read_only(self, n: int, on: bool) -> None:
         self.sql(n, "SET GLOBAL read_only = %s", ("ON" if on else "OFF",))
 
+    def apply_suspect_timeout(self) -> None:
+        """Give this lab's evs.suspect_timeout to the running nodes (a provider option Galera
+        takes at run time) and to their my.cnf (a node started later reads it there)."""
+        self._prepare()
+        option = f"evs.suspect_timeout=PT{self.suspect_timeout_s}S"
+        for n in self.running():
+            self.sql(n, "SET GLOBAL wsrep_provider_options = %s", (option,))
+
     # ----------------------------------------------------------------- internals: files
 
     def _files(self, n: int) -> _Files:
@@ -667,7 +684,7 @@ class GaleraLab:
         for node in self.nodes:
             files = self._files(node.index)
             files.tmp.mkdir(parents=True, exist_ok=True)
-            text = _render_cnf(node, files, provider, self.certs)
+            text = _render_cnf(node, files, provider, self.certs, self.suspect_timeout_s)
             if not files.cnf.is_file() or files.cnf.read_text() != text:
                 files.cnf.write_text(text)
         fresh = [n for n in NODE_INDEXES if not self._files(n).initialized.exists()]

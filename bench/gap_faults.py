@@ -1,0 +1,173 @@
+"""The write-gap bench's clusters and faults: one table, one entry per fault.
+
+A fault is injected on the current writer (node or member 1, the heaviest), then undone before
+the cluster is healed. Adding a fault (a GR switchover, say) is one entry in FAULTS.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from tests.lab.paths import LOOPBACK
+
+REPO = Path(__file__).resolve().parents[1]
+SWITCHOVER_TIMEOUT_S = 90.0
+SWITCHOVER_TIMEOUTS = ("monitor.connect_timeout_ms=300", "monitor.read_timeout_ms=500")
+
+
+class ClusterLab(Protocol):
+    """What the bench asks of GaleraLab and GrLab alike."""
+
+    def kill(self, n: int) -> None: ...
+    def freeze(self, n: int) -> None: ...
+    def ensure_healthy(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One lab cluster as the bench drives it."""
+
+    name: str  # "galera" | "gr"
+    package: str  # the checker's package, run as `python -m PACKAGE`
+    lab: Any  # GaleraLab | GrLab
+    ports: dict[int, int]  # node index -> client port
+    writer: int  # the node the checker makes writer on a healthy cluster
+    sql: Callable[[int, str, Sequence[object]], list[tuple[Any, ...]]]
+
+    def port(self, n: int) -> int:
+        return self.ports[n]
+
+    def index_of(self, port: int) -> int:
+        return next(n for n, p in self.ports.items() if p == port)
+
+    def thaw(self, n: int) -> None:
+        if self.name == "galera":
+            self.lab.thaw(n, wait=False)
+        else:
+            self.lab.thaw(n)
+
+
+@dataclass
+class FaultRun:
+    """One injection's context: what the fault needs, what it left running."""
+
+    cluster: Cluster
+    config: Path
+    env: dict[str, str]
+    victim: int  # the writer the fault hits
+    target: int  # the node expected to write afterwards
+    logs: Path  # where a run's logs stay (the config's directory is new for every run)
+    background: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    cluster: str
+    what: str
+    inject: Callable[[FaultRun], None]
+    undo: Callable[[FaultRun], None] = lambda run: None
+    evictable: bool = False  # the eviction variant applies (a dead mysqld)
+
+
+def _reject(run: FaultRun) -> None:
+    run.cluster.lab.reject(run.victim, "ALL")
+
+
+def _desync(run: FaultRun) -> None:
+    run.cluster.lab.desync(run.victim, True)
+
+
+def _read_only(run: FaultRun) -> None:
+    run.cluster.lab.set_read_only(run.victim, True)
+
+
+def _kill(run: FaultRun) -> None:
+    run.cluster.lab.kill(run.victim)
+
+
+def _freeze(run: FaultRun) -> None:
+    run.cluster.lab.freeze(run.victim)
+
+
+def _thaw(run: FaultRun) -> None:
+    run.cluster.thaw(run.victim)
+
+
+def _switchover(run: FaultRun) -> None:
+    to = f"{LOOPBACK}:{run.cluster.port(run.target)}"
+    argv = [sys.executable, "-m", run.cluster.package, "--config", str(run.config)]
+    # an operator's one-off command: a new process (its first connects, TLS) is given the time
+    # a 200 ms daemon's passes are not (the default cadence's), lest a slow first probe refuse
+    # the move
+    generous = ["--set", "run.interval_ms=2000", "--set", "run.max_runtime_ms=1800"] + [
+        arg for key in SWITCHOVER_TIMEOUTS for arg in ("--set", key)
+    ]
+    with open(run.logs / "switchover.log", "wb") as log:
+        child = subprocess.Popen(
+            [*argv, "switchover", *generous, "--to", to],
+            env=run.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    run.background.append(child)
+
+
+def _switchover_done(run: FaultRun) -> None:
+    for child in run.background:
+        try:
+            child.wait(timeout=SWITCHOVER_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait(timeout=10)
+
+
+FAULTS: tuple[Fault, ...] = (
+    Fault("reject", "galera", "SET GLOBAL wsrep_reject_queries = ALL", _reject),
+    Fault("desync", "galera", "SET GLOBAL wsrep_desync = ON", _desync),
+    Fault("read_only", "galera", "SET GLOBAL read_only = ON", _read_only),
+    Fault("kill9", "galera", "kill -9 of mysqld", _kill, evictable=True),
+    Fault("sigstop", "galera", "SIGSTOP of mysqld (SIGCONT after)", _freeze, _thaw),
+    Fault(
+        "switchover",
+        "galera",
+        "galera-checker switchover --to the next node",
+        _switchover,
+        _switchover_done,
+    ),
+    Fault("kill9", "gr", "kill -9 of the primary's mysqld", _kill),
+)
+
+
+def faults_of(cluster: str) -> dict[str, Fault]:
+    return {f.name: f for f in FAULTS if f.cluster == cluster}
+
+
+def galera_cluster(suspect_timeout_s: int) -> Cluster:
+    from tests.lab.galera import GaleraLab
+
+    lab = GaleraLab(suspect_timeout_s=suspect_timeout_s)
+    ports = {node.index: node.port for node in lab.nodes}
+    return Cluster("galera", "galera_checker", lab, ports, 1, lab.sql)
+
+
+def gr_cluster() -> Cluster:
+    from tests.lab.gr import GrLab
+
+    lab = GrLab()
+    ports = {member.index: member.port for member in lab.members}
+    return Cluster("gr", "gr_checker", lab, ports, 1, lab.sql)
+
+
+def expected_target(cluster: Cluster, victim: int) -> int:
+    """Who writes next: the next heaviest node (Galera's weights 1000/500/100 -> node 2), the
+    member GR elects by its member weights (60/40/50 -> member 3)."""
+    if cluster.name == "gr":
+        return 3
+    return 2 if victim != 2 else 1
