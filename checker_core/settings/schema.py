@@ -128,6 +128,29 @@ def _ssl_keys(section: str, peer: str) -> tuple[Key, ...]:
     )
 
 
+def _password_keys(section: str) -> tuple[Key, ...]:
+    """The password of a backend account ([monitor], [node_admin]): inline or in a file."""
+    return (
+        Key(
+            section,
+            "password",
+            str,
+            None,
+            "Its password (or password_file).",
+            secret=True,
+            optional=True,
+        ),
+        Key(
+            section,
+            "password_file",
+            str,
+            None,
+            f"File whose first line is the {section} password.",
+            optional=True,
+        ),
+    )
+
+
 SECTIONS = ("proxysql", "monitor", "node_admin", "run", "cluster")
 
 KEYS: tuple[Key, ...] = (
@@ -201,23 +224,7 @@ KEYS: tuple[Key, ...] = (
     ),
     # [monitor]: the account that probes the backends
     Key("monitor", "user", str, "monitor", "Account the checker probes backends with."),
-    Key(
-        "monitor",
-        "password",
-        str,
-        None,
-        "Its password (or password_file).",
-        secret=True,
-        optional=True,
-    ),
-    Key(
-        "monitor",
-        "password_file",
-        str,
-        None,
-        "File whose first line is the monitor password.",
-        optional=True,
-    ),
+    *_password_keys("monitor"),
     *_ssl_keys("monitor", "the backends"),
     Key(
         "monitor",
@@ -250,23 +257,7 @@ KEYS: tuple[Key, ...] = (
         "are refused; nothing else needs it.",
         optional=True,
     ),
-    Key(
-        "node_admin",
-        "password",
-        str,
-        None,
-        "Its password (or password_file).",
-        secret=True,
-        optional=True,
-    ),
-    Key(
-        "node_admin",
-        "password_file",
-        str,
-        None,
-        "File whose first line is the node_admin password.",
-        optional=True,
-    ),
+    *_password_keys("node_admin"),
     *_ssl_keys("node_admin", "the backends, as node_admin"),
     Key(
         "node_admin",

@@ -3,6 +3,8 @@ first probe found) reads the same facts as its first form (SHOW VARIABLES)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pymysql
 import pytest
 from pymysql.constants import CLIENT
@@ -15,22 +17,26 @@ from tests.lab.process import wait_until
 pytestmark = pytest.mark.galera
 
 
+def monitor_connection(galera: GaleraLab) -> pymysql.connections.Connection[Any]:
+    """Node 1 as the monitor account, as the checker connects (multi-statements on)."""
+    node = galera.node(1)
+    return pymysql.connect(
+        host=node.host,
+        port=node.port,
+        user=MONITOR_USER,
+        password=MONITOR_PASSWORD,
+        client_flag=CLIENT.MULTI_STATEMENTS,
+        autocommit=True,
+        connect_timeout=5,
+        read_timeout=5,
+    )
+
+
 @pytest.mark.parametrize("read_only", [False, True])
 def test_both_forms_of_the_probe_read_the_same_facts(galera: GaleraLab, read_only: bool) -> None:
-    node = galera.node(1)
     galera.set_read_only(1, read_only)
     try:
-        conn = pymysql.connect(
-            host=node.host,
-            port=node.port,
-            user=MONITOR_USER,
-            password=MONITOR_PASSWORD,
-            client_flag=CLIENT.MULTI_STATEMENTS,
-            autocommit=True,
-            connect_timeout=5,
-            read_timeout=5,
-        )
-        with conn:
+        with monitor_connection(galera) as conn:
             first = galera_probe.probe(conn)
             learnt = galera_probe._known[conn]
             later = galera_probe.probe(conn)
@@ -59,18 +65,7 @@ def test_the_watch_question_reads_the_state_the_probe_reads(
     from galera_checker.policy import GaleraPolicy
 
     policy = GaleraPolicy()
-    node = galera.node(1)
-    conn = pymysql.connect(
-        host=node.host,
-        port=node.port,
-        user=MONITOR_USER,
-        password=MONITOR_PASSWORD,
-        client_flag=CLIENT.MULTI_STATEMENTS,
-        autocommit=True,
-        connect_timeout=5,
-        read_timeout=5,
-    )
-    with conn:
+    with monitor_connection(galera) as conn:
         probed = galera_probe.probe(conn)
         asked = galera_probe.watch(conn)
         assert policy.watch_key(asked) == policy.watch_key(probed)
