@@ -67,12 +67,15 @@ class Watched:
 
 def watched_writers(results: Sequence[PassResult], policy: Policy) -> tuple[Watched, ...]:
     """The writers of the passes that decided, with the state their probe read; a writer the
-    pass did not hear is not asked (the pass already knows it failed)."""
+    pass did not hear is not asked (the pass already knows it failed). A pass that left no
+    writer (a view change, a GR brownout held) has every node that answered asked instead:
+    the first that may write again starts the pass that routes to it."""
     found: dict[NodeAddress, Watched] = {}
     for result in results:
         if result.decision is None or result.decision.blind:
             continue
-        for node in result.writers:
+        asked = result.writers or tuple(result.decision.roster.addresses)
+        for node in asked:
             probe = result.probes.get(node)
             if probe is not None and probe.answered:
                 found[node] = Watched(node, policy.watch_key(probe.facts))

@@ -36,6 +36,17 @@ def test_the_writers_of_a_pass_are_watched_with_the_state_their_probe_read() -> 
     assert watched[0].key == POLICY.watch_key(probe_ok(N1).facts)
 
 
+def test_a_pass_that_left_no_writer_watches_every_node_that_answered() -> None:
+    """A view change, for a moment non-Primary everywhere: the first node back starts a pass."""
+    transient = {n: probe_ok(n, wsrep_cluster_status="non-Primary") for n in (N1, N2)}
+    result = galera_pass(steady(N1), {**transient, N3: probe_down(N3)})
+    assert result.writers == ()
+    watched = watched_writers([result], POLICY)
+    assert [w.node for w in watched] == [N1, N2]
+    trigger = changed(watched, {N1: probe_ok(N1), N2: transient[N2]}, POLICY)
+    assert trigger is not None and trigger.nodes == (N1,)
+
+
 def test_a_blind_pass_gives_nothing_to_watch() -> None:
     blind = galera_pass(steady(N1), {n: probe_down(n) for n in (N1, N2, N3)}, apply=False)
     assert watched_writers([blind], POLICY) == ()
