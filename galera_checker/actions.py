@@ -8,6 +8,7 @@ eviction is an acceleration, the cluster evicts the member by itself after evs.s
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -91,6 +92,17 @@ class GaleraActions:
                     return None, None  # not in the survivors' view: nothing left to evict
                 with conn.cursor() as cur:
                     cur.execute(EVICT_SQL, (f"evs.evict={uuid}",))
+            told = [survivor]
+            for other in eviction.others:
+                # the others agree on the new view at once only when told too; one that cannot
+                # be told still drops the member at its own suspect_timeout
+                with (
+                    contextlib.suppress(Exception),
+                    self.connect(account, other, timeout_s=budget_s) as conn,
+                    conn.cursor() as cur,
+                ):
+                    cur.execute(EVICT_SQL, (f"evs.evict={uuid}",))
+                    told.append(other)
         except NoNodeAdmin as exc:
             return f"eviction of {node} not done: {exc}", None
         except Exception as exc:  # the cluster still evicts it by itself: say so, go on
@@ -100,7 +112,8 @@ class GaleraActions:
                 None,
             )
         return (
-            f"evicted {node} (gcomm uuid {uuid}) through {survivor}: {eviction.reason}",
+            f"evicted {node} (gcomm uuid {uuid}) through {', '.join(map(str, told))}: "
+            f"{eviction.reason}",
             uuid,
         )
 

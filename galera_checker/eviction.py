@@ -23,12 +23,15 @@ from galera_checker.policy import GaleraFacts
 
 @dataclass(frozen=True, slots=True)
 class Eviction:
-    """Evict `node` (its gcomm uuid when known) through `survivor`."""
+    """Evict `node` (its gcomm uuid when known) on every survivor of the Primary component,
+    `survivor` (a writer first) before the others. Told by one survivor alone, the others may
+    go on waiting for their own suspect_timeout before they agree on the new view."""
 
     node: NodeAddress
     uuid: str | None  # None: found in the survivor's view by its address
     survivor: NodeAddress
     reason: str
+    others: tuple[NodeAddress, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +84,9 @@ def evictions(
         probe = probes.get(node)
         if probe is None or probe.how_failed is not ProbeFailure.REFUSED:
             continue
-        found.append(
-            Eviction(node, known.get(node), survivor, f"connection refused: {probe.error}")
-        )
+        others = tuple(n for n in survivors if n != survivor)
+        reason = f"connection refused: {probe.error}"
+        found.append(Eviction(node, known.get(node), survivor, reason, others))
     return tuple(found)
 
 

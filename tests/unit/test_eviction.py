@@ -148,8 +148,9 @@ def test_a_refused_member_still_in_the_view_is_evicted_once(tmp_path: Path) -> N
     actions.after_pass(after(tmp_path, {n: alive(n) for n in ROSTER}))  # learns the uuids
     done = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
     assert done.evictions == 1
-    assert (EVICT_SQL, ("evs.evict=u-1",)) in log, "the uuid goes as a parameter"
-    assert "evicted 127.0.0.1:3311 (gcomm uuid u-1)" in done.said[0]
+    assert log.count((EVICT_SQL, ("evs.evict=u-1",))) == 2, "the uuid goes as a parameter"
+    assert [node for what, node in log if what == "connect"] == [N2, N3], "every survivor told"
+    assert "evicted 127.0.0.1:3311 (gcomm uuid u-1) through 127.0.0.1:3312, 127.0.0.1:3313" in done.said[0]
     log.clear()
     again = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
     assert again.evictions == 0 and log == [], "evicted already: not asked again"
