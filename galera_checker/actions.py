@@ -9,6 +9,7 @@ eviction is an acceleration, the cluster evicts the member by itself after evs.s
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,14 @@ from checker_core.core.model import NodeAddress
 from checker_core.edges.backend import describe_error
 from checker_core.edges.node_admin import NoNodeAdmin, session
 from checker_core.runner import ActionsDone, AfterPass
-from galera_checker.eviction import Clearing, Eviction, clearings, evictions, identities
+from galera_checker.eviction import (
+    Clearing,
+    Eviction,
+    clearings,
+    evict_list,
+    evictions,
+    identities,
+)
 
 if TYPE_CHECKING:
     import pymysql
@@ -32,14 +40,22 @@ MEMBER_QUERIES = (
     "SELECT UUID, HOST_NAME FROM performance_schema.pxc_cluster_view",
 )
 EVICT_SQL = "SET GLOBAL wsrep_provider_options = %s"
+# a node still refused is looked for in the survivors' view again after this (an eviction that
+# did not take is retried; a node out of the view costs one query per this many seconds)
+RETRY_S = 5.0
 
 
 class GaleraActions:
     """Keeps, per cluster, the last gcomm uuid each node gave (a dead node gives none)."""
 
-    def __init__(self, connect: Session = session) -> None:
+    def __init__(
+        self, connect: Session = session, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
         self.connect = connect
+        self.monotonic = monotonic
         self.known: dict[str, dict[NodeAddress, str]] = {}
+        # when each refused node was last looked for in the survivors' view
+        self.tried: dict[tuple[str, NodeAddress], float] = {}
 
     def after_pass(self, after: AfterPass) -> ActionsDone:
         cluster = after.cluster.name
@@ -58,9 +74,12 @@ class GaleraActions:
             return ActionsDone(tuple(said))
         failed: list[str] = []
         done = 0
+        now = self.monotonic()
         for eviction in wanted:
-            if eviction.uuid is not None and eviction.uuid in ours:
-                continue  # evicted already: it is out of the view (a refused port stays so)
+            key = (cluster, eviction.node)
+            if now - self.tried.get(key, -RETRY_S) < RETRY_S:
+                continue  # asked a moment ago: a dead node refuses pass after pass
+            self.tried[key] = now
             text, uuid = self._evict(eviction, after.node_admin, after.budget_s)
             if uuid is not None:
                 done += 1
@@ -90,8 +109,7 @@ class GaleraActions:
                     uuid = next((u for u, a in members.items() if a == str(node)), None)
                 if uuid is None:
                     return None, None  # not in the survivors' view: nothing left to evict
-                with conn.cursor() as cur:
-                    cur.execute(EVICT_SQL, (f"evs.evict={uuid}",))
+                _evict_on(conn, uuid, set(members))
             told = [survivor]
             for other in eviction.others:
                 # the others agree on the new view at once only when told too; one that cannot
@@ -99,9 +117,8 @@ class GaleraActions:
                 with (
                     contextlib.suppress(Exception),
                     self.connect(account, other, timeout_s=budget_s) as conn,
-                    conn.cursor() as cur,
                 ):
-                    cur.execute(EVICT_SQL, (f"evs.evict={uuid}",))
+                    _evict_on(conn, uuid, set(members))
                     told.append(other)
         except NoNodeAdmin as exc:
             return f"eviction of {node} not done: {exc}", None
@@ -131,6 +148,24 @@ class GaleraActions:
             "the roster is whole and Synced again",
             True,
         )
+
+
+def _evict_on(conn: pymysql.connections.Connection[Any], uuid: str, members: set[str]) -> None:
+    """Evict `uuid` on one survivor. Measured on MariaDB 10.11 / galera-4: with any entry
+    already in a node's evict list, a new eviction waits for evs.suspect_timeout like no
+    eviction at all; on an empty list the member leaves the view within ~20 ms. So the list is
+    emptied first, and the entries of members still in the view (none but an operator's) are
+    put back after; entries of identities gone from the view stay cleared."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW GLOBAL STATUS LIKE 'wsrep_evs_evict_list'")
+        row = cur.fetchone()
+        listed = evict_list(str(row[1]) if row and row[1] is not None else "")
+        if listed:
+            cur.execute(EVICT_SQL, ("evs.evict=",))
+        cur.execute(EVICT_SQL, (f"evs.evict={uuid}",))
+        for kept in listed:
+            if kept != uuid and kept in members:
+                cur.execute(EVICT_SQL, (f"evs.evict={kept}",))
 
 
 def _members(conn: pymysql.connections.Connection[Any]) -> dict[str, str]:

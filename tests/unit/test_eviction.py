@@ -98,8 +98,10 @@ def test_the_evict_list_is_read_as_uuids() -> None:
 class Recorded:
     """A connection that answers the member query and records what was executed."""
 
-    def __init__(self, members: dict[str, str], log: list[tuple[str, object]]) -> None:
-        self.members, self.log = members, log
+    def __init__(
+        self, members: dict[str, str], log: list[tuple[str, object]], listed: str = ""
+    ) -> None:
+        self.members, self.log, self.listed = members, log, listed
 
     def cursor(self) -> Recorded:
         return self
@@ -116,14 +118,17 @@ class Recorded:
     def fetchall(self) -> list[tuple[str, str]]:
         return list(self.members.items())
 
+    def fetchone(self) -> tuple[str, str]:
+        return ("wsrep_evs_evict_list", self.listed)
 
-def recording(members: dict[str, str], log: list[tuple[str, object]]) -> Any:
+
+def recording(members: dict[str, str], log: list[tuple[str, object]], listed: str = "") -> Any:
     @contextlib.contextmanager
     def connect(account: object, node: NodeAddress, *, timeout_s: float) -> Iterator[Recorded]:
         if account is None:
             raise NoNodeAdmin("no [node_admin] account is configured")
         log.append(("connect", node))
-        yield Recorded(members, log)
+        yield Recorded(members, log, listed)
 
     return connect
 
@@ -144,16 +149,25 @@ def after(tmp_path: Path, probes: dict[NodeAddress, ProbeResult], acting: bool =
 
 def test_a_refused_member_still_in_the_view_is_evicted_once(tmp_path: Path) -> None:
     log: list[tuple[str, object]] = []
-    actions = GaleraActions(recording({"u-1": "127.0.0.1:3311", "u-2": "x", "u-3": "y"}, log))
+    clock = [100.0]
+    actions = GaleraActions(
+        recording({"u-1": "127.0.0.1:3311", "u-2": "x", "u-3": "y"}, log), lambda: clock[0]
+    )
     actions.after_pass(after(tmp_path, {n: alive(n) for n in ROSTER}))  # learns the uuids
     done = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
     assert done.evictions == 1
     assert log.count((EVICT_SQL, ("evs.evict=u-1",))) == 2, "the uuid goes as a parameter"
     assert [node for what, node in log if what == "connect"] == [N2, N3], "every survivor told"
-    assert "evicted 127.0.0.1:3311 (gcomm uuid u-1) through 127.0.0.1:3312, 127.0.0.1:3313" in done.said[0]
+    assert (
+        "evicted 127.0.0.1:3311 (gcomm uuid u-1) through 127.0.0.1:3312, 127.0.0.1:3313"
+        in done.said[0]
+    )
     log.clear()
     again = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
-    assert again.evictions == 0 and log == [], "evicted already: not asked again"
+    assert again.evictions == 0 and log == [], "asked a moment ago: not asked again"
+    clock[0] += 6.0
+    retried = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
+    assert retried.evictions == 1, "still in the view a while later: evicted again"
 
 
 def test_a_member_gone_from_the_view_is_not_evicted(tmp_path: Path) -> None:
@@ -173,3 +187,16 @@ def test_a_dry_run_only_says_what_it_would_do(tmp_path: Path) -> None:
     assert done.said == (
         f"would evict {N1} through {N2} (connection refused: Connection refused (error 2003))",
     )
+
+
+def test_an_evict_list_holding_entries_is_emptied_first(tmp_path: Path) -> None:
+    """Galera delays a new eviction while its evict list holds any entry: the stale identity
+    of a member long gone stays cleared, a member still in the view is put back."""
+    log: list[tuple[str, object]] = []
+    members = {"u-1": "127.0.0.1:3311", "u-2": "x", "u-3": "y", "garbd": "z"}
+    actions = GaleraActions(recording(members, log, listed="old-1,garbd"))
+    probes = {N1: refused(N1), N2: alive(N2), N3: alive(N3)}
+    actions.after_pass(after(tmp_path, {n: alive(n) for n in ROSTER}))
+    actions.after_pass(after(tmp_path, probes))
+    on_survivor = [args for sql, args in log if sql == EVICT_SQL][:3]
+    assert on_survivor == [("evs.evict=",), ("evs.evict=u-1",), ("evs.evict=garbd",)]
