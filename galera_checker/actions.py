@@ -22,7 +22,6 @@ from galera_checker.eviction import (
     Clearing,
     Eviction,
     clearings,
-    evict_list,
     evictions,
     identities,
 )
@@ -109,7 +108,7 @@ class GaleraActions:
                     uuid = next((u for u, a in members.items() if a == str(node)), None)
                 if uuid is None:
                     return None, None  # not in the survivors' view: nothing left to evict
-                _evict_on(conn, uuid, set(members))
+                _evict_on(conn, uuid)
             told = [survivor]
             for other in eviction.others:
                 # the others agree on the new view at once only when told too; one that cannot
@@ -118,7 +117,7 @@ class GaleraActions:
                     contextlib.suppress(Exception),
                     self.connect(account, other, timeout_s=budget_s) as conn,
                 ):
-                    _evict_on(conn, uuid, set(members))
+                    _evict_on(conn, uuid)
                     told.append(other)
         except NoNodeAdmin as exc:
             return f"eviction of {node} not done: {exc}", None
@@ -150,22 +149,9 @@ class GaleraActions:
         )
 
 
-def _evict_on(conn: pymysql.connections.Connection[Any], uuid: str, members: set[str]) -> None:
-    """Evict `uuid` on one survivor. Measured on MariaDB 10.11 / galera-4: with any entry
-    already in a node's evict list, a new eviction waits for evs.suspect_timeout like no
-    eviction at all; on an empty list the member leaves the view within ~20 ms. So the list is
-    emptied first, and the entries of members still in the view (none but an operator's) are
-    put back after; entries of identities gone from the view stay cleared."""
+def _evict_on(conn: pymysql.connections.Connection[Any], uuid: str) -> None:
     with conn.cursor() as cur:
-        cur.execute("SHOW GLOBAL STATUS LIKE 'wsrep_evs_evict_list'")
-        row = cur.fetchone()
-        listed = evict_list(str(row[1]) if row and row[1] is not None else "")
-        if listed:
-            cur.execute(EVICT_SQL, ("evs.evict=",))
         cur.execute(EVICT_SQL, (f"evs.evict={uuid}",))
-        for kept in listed:
-            if kept != uuid and kept in members:
-                cur.execute(EVICT_SQL, (f"evs.evict={kept}",))
 
 
 def _members(conn: pymysql.connections.Connection[Any]) -> dict[str, str]:

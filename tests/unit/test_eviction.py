@@ -98,10 +98,8 @@ def test_the_evict_list_is_read_as_uuids() -> None:
 class Recorded:
     """A connection that answers the member query and records what was executed."""
 
-    def __init__(
-        self, members: dict[str, str], log: list[tuple[str, object]], listed: str = ""
-    ) -> None:
-        self.members, self.log, self.listed = members, log, listed
+    def __init__(self, members: dict[str, str], log: list[tuple[str, object]]) -> None:
+        self.members, self.log = members, log
 
     def cursor(self) -> Recorded:
         return self
@@ -118,17 +116,14 @@ class Recorded:
     def fetchall(self) -> list[tuple[str, str]]:
         return list(self.members.items())
 
-    def fetchone(self) -> tuple[str, str]:
-        return ("wsrep_evs_evict_list", self.listed)
 
-
-def recording(members: dict[str, str], log: list[tuple[str, object]], listed: str = "") -> Any:
+def recording(members: dict[str, str], log: list[tuple[str, object]]) -> Any:
     @contextlib.contextmanager
     def connect(account: object, node: NodeAddress, *, timeout_s: float) -> Iterator[Recorded]:
         if account is None:
             raise NoNodeAdmin("no [node_admin] account is configured")
         log.append(("connect", node))
-        yield Recorded(members, log, listed)
+        yield Recorded(members, log)
 
     return connect
 
@@ -187,16 +182,3 @@ def test_a_dry_run_only_says_what_it_would_do(tmp_path: Path) -> None:
     assert done.said == (
         f"would evict {N1} through {N2} (connection refused: Connection refused (error 2003))",
     )
-
-
-def test_an_evict_list_holding_entries_is_emptied_first(tmp_path: Path) -> None:
-    """Galera delays a new eviction while its evict list holds any entry: the stale identity
-    of a member long gone stays cleared, a member still in the view is put back."""
-    log: list[tuple[str, object]] = []
-    members = {"u-1": "127.0.0.1:3311", "u-2": "x", "u-3": "y", "garbd": "z"}
-    actions = GaleraActions(recording(members, log, listed="old-1,garbd"))
-    probes = {N1: refused(N1), N2: alive(N2), N3: alive(N3)}
-    actions.after_pass(after(tmp_path, {n: alive(n) for n in ROSTER}))
-    actions.after_pass(after(tmp_path, probes))
-    on_survivor = [args for sql, args in log if sql == EVICT_SQL][:3]
-    assert on_survivor == [("evs.evict=",), ("evs.evict=u-1",), ("evs.evict=garbd",)]
