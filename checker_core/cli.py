@@ -718,7 +718,7 @@ def switchover_command(
         return
     if (to is None) == (source is None):
         fail(
-            "switchover: one of --to HOST:PORT or --from HOST:PORT (or --release) is needed",
+            "switchover: give either --to HOST:PORT or --from HOST:PORT (or --release)",
             Exit.BAD_INPUT,
         )
     target = None if to is None else _node_argument("--to", to)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -270,3 +271,45 @@ def test_single_primary_ignores_weights_so_nothing_is_pinned() -> None:
         {n: facts(n, view(M2)) for n in MEMBERS}, {M1: 1000, M2: 1, M3: 1}, fail_back=True
     )
     assert after.writers == (M2,)
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--to=127.0.0.1:3322", "--timeout=0"], "--timeout: 0 is not a number of seconds"),
+        (
+            ["--to=127.0.0.1:3322", "--running-transactions-timeout=4000"],
+            "--running-transactions-timeout: 4000 is not between 0 and 3600",
+        ),
+        (
+            ["--to=127.0.0.1:3322", "--running-transactions-timeout=60"],
+            "must be shorter than --timeout (60 s)",
+        ),
+        (["--to=127.0.0.1:3322", "--from=127.0.0.1:3321"], "give either --to"),
+        (["--release"], "--release: a Group Replication switchover pins nothing"),
+        (["--to=127.0.0.1:3322"], "node_admin: no [node_admin] account is configured"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], line: str) -> None:
+    """Refused before anything is reached (the admin port here answers nothing)."""
+    from click.testing import CliRunner
+
+    from gr_checker.cli import build
+
+    (tmp_path / "pw").write_text("pw\n")
+    config = tmp_path / "c.toml"
+    config.write_text(
+        "[proxysql]\nhost = '127.0.0.1'\nport = 9\nuser = 'admin'\n"
+        f"password_file = '{tmp_path / 'pw'}'\n"
+        f"[monitor]\nuser = 'monitor'\npassword_file = '{tmp_path / 'pw'}'\n"
+        f"[run]\nstate_dir = '{tmp_path / 'state'}'\n"
+        "[[cluster]]\nname = 'lab'\nwriter_hostgroup = 100\nreader_hostgroup = 101\n"
+        "backup_writer_hostgroup = 102\noffline_hostgroup = 9100\n"
+    )
+    config.chmod(0o600)
+    (tmp_path / "pw").chmod(0o600)
+    done = CliRunner().invoke(build(), [f"--config={config}", "switchover", *args])
+    assert done.exit_code == 2, done.output
+    assert line in done.output
+    assert len(done.output.strip().splitlines()) == 1
+    assert not (tmp_path / "state").exists() or not list((tmp_path / "state").iterdir())
