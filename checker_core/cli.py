@@ -647,8 +647,29 @@ def healthcheck_command(inv: Invocation, listen: str | None, timeout_s: float) -
 @click.command("switchover")
 @config_options
 @click.option("--to", "to", metavar="HOST:PORT", help="The node that is to write.")
+@click.option(
+    "--from",
+    "source",
+    metavar="HOST:PORT",
+    help="The node that writes now: the next writer is the one a failover would choose.",
+)
 @click.option("--cluster", "cluster_name", help="The cluster (needed when the file has several).")
 @click.option("--release", is_flag=True, help="Drop the switchover's pin: weights decide again.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    metavar="SECONDS",
+    help="Group Replication: how long the whole move may take (default 60).",
+)
+@click.option(
+    "--running-transactions-timeout",
+    "running_s",
+    type=int,
+    metavar="SECONDS",
+    help="Group Replication (8.0.29+): seconds the old primary waits for its running "
+    "transactions before disconnecting those not yet committing (default: no limit).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the plan and the SQL; change nothing.")
 @click.pass_obj
 def switchover_command(
@@ -657,39 +678,121 @@ def switchover_command(
     config: Path | None,
     overrides: tuple[str, ...],
     to: str | None,
+    source: str | None,
     cluster_name: str | None,
     release: bool,
+    timeout_s: float | None,
+    running_s: int | None,
     dry_run: bool,
 ) -> None:
-    """Move the writer on purpose (Galera): the old writer drains, then reads."""
+    """Move the writer on purpose: Galera's old writer drains, then reads; Group Replication's
+    primary is moved by the group (group_replication_set_as_primary) and followed."""
     from checker_core.edges.memory import StateStore
     from checker_core.settings.schema import Checker
-    from checker_core.switchover import switchover
 
     settings = load_settings(inv.merged(config, overrides))
-    if inv.checker is not Checker.GALERA:
-        fail(
-            "switchover: Group Replication's is not built yet; use "
-            "group_replication_set_as_primary(), the checker follows the group",
-            Exit.BAD_INPUT,
-        )
+    gr = inv.checker is Checker.GR
     _known_clusters(settings, () if cluster_name is None else (cluster_name,))
     if cluster_name is None and len(settings.clusters) > 1:
         fail("switchover: --cluster NAME is needed with several clusters", Exit.BAD_INPUT)
     cluster = next(c for c in settings.clusters if cluster_name in (None, c.name))
+    if not gr:
+        for flag, value in (
+            ("--timeout", timeout_s),
+            ("--running-transactions-timeout", running_s),
+        ):
+            if value is not None:
+                fail(
+                    f"{flag}: Group Replication only (Galera's move is bounded by "
+                    "cluster.drain_timeout_ms)",
+                    Exit.BAD_INPUT,
+                )
     store = StateStore(settings.run.state_dir, inv.checker)
     if release:
+        if gr:
+            fail(
+                "--release: a Group Replication switchover pins nothing (the checker follows "
+                "the group's primary); nothing to release",
+                Exit.BAD_INPUT,
+            )
         try:
             store.pin_writer(cluster.name, None)
         except OSError as exc:
             fail(_state_dir_problem(store.state_dir, "remove the pin", exc), Exit.BAD_INPUT)
         click.echo(f"cluster {cluster.name}: switchover pin released; weights decide again")
         return
-    if to is None:
-        fail("switchover: --to HOST:PORT (or --release) is needed", Exit.BAD_INPUT)
-    target = _node_argument("--to", to)
-    code = switchover(settings, inv.kind(), cluster, target, dry_run=dry_run, say=click.echo)
+    if (to is None) == (source is None):
+        fail(
+            "switchover: give either --to HOST:PORT or --from HOST:PORT (or --release)",
+            Exit.BAD_INPUT,
+        )
+    target = None if to is None else _node_argument("--to", to)
+    origin = None if source is None else _node_argument("--from", source)
+    if not gr:
+        from checker_core.switchover import switchover
+
+        code = switchover(
+            settings, inv.kind(), cluster, target, dry_run=dry_run, say=click.echo, source=origin
+        )
+        sys.exit(int(code))
+    code = _gr_switchover(
+        settings,
+        inv,
+        cluster,
+        (target, origin),
+        timeout_s=timeout_s,
+        running_s=running_s,
+        dry_run=dry_run,
+    )
     sys.exit(int(code))
+
+
+def _gr_switchover(
+    settings: Settings,
+    inv: Invocation,
+    cluster: ClusterSettings,
+    nodes: tuple[NodeAddress | None, NodeAddress | None],
+    *,
+    timeout_s: float | None,
+    running_s: int | None,
+    dry_run: bool,
+) -> Exit:
+    import math
+
+    from gr_checker.set_primary import DEFAULT_TIMEOUT_S, switchover
+    from gr_checker.switchover import MAX_RUNNING_TRANSACTIONS_TIMEOUT_S as MAX_RUNNING
+
+    limit = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+    if not math.isfinite(limit) or not 0 < limit <= MAX_HEALTH_TIMEOUT_S:
+        fail(
+            f"--timeout: {limit:g} is not a number of seconds between 0 and "
+            f"{MAX_HEALTH_TIMEOUT_S:g} (e.g. --timeout 60)",
+            Exit.BAD_INPUT,
+        )
+    if running_s is not None and not 0 <= running_s <= MAX_RUNNING:
+        fail(
+            f"--running-transactions-timeout: {running_s} is not between 0 and {MAX_RUNNING} "
+            "seconds",
+            Exit.BAD_INPUT,
+        )
+    if running_s is not None and running_s >= limit:
+        fail(
+            f"--running-transactions-timeout: {running_s} s must be shorter than --timeout "
+            f"({limit:g} s), or the command gives up before the group does",
+            Exit.BAD_INPUT,
+        )
+    target, origin = nodes
+    return switchover(
+        settings,
+        inv.kind(),
+        cluster,
+        target=target,
+        source=origin,
+        dry_run=dry_run,
+        running_transactions_timeout_s=running_s,
+        timeout_s=limit,
+        say=click.echo,
+    )
 
 
 def _known_clusters(settings: Settings, names: tuple[str, ...]) -> None:

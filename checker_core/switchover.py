@@ -57,6 +57,23 @@ def refusal(result: PassResult, target: NodeAddress) -> Refusal | None:
     return None
 
 
+def next_writer(result: PassResult, source: NodeAddress) -> NodeAddress | Refusal:
+    """`--from`: the node a failover would make the writer if `source`, the writer, failed now
+    (the what-if of `run --dry-run --assume-down`)."""
+    from checker_core.core.whatif import Assumed
+
+    what_if = result.what_if()
+    if result.decision is None or result.decision.blind or what_if is None:
+        return Refusal(f"the cluster could not be judged: {result.summary()}")
+    if result.writers != (source,):
+        writers = ", ".join(map(str, result.writers)) or "none"
+        return Refusal(f"{source} is not the writer; the writer is {writers}")
+    after = what_if.decision({source: Assumed.DOWN})
+    if not after.assignment.writers:
+        return Refusal(f"no node could take over from {source}: {after.assignment.why_writers}")
+    return after.assignment.writers[0]
+
+
 def moved(result: PassResult, target: NodeAddress) -> bool:
     """The target writes alone and no demoted writer drains any more."""
     decision = result.decision
@@ -71,16 +88,26 @@ def switchover(
     settings: Settings,
     kind: CheckerKind,
     cluster: ClusterSettings,
-    target: NodeAddress,
+    target: NodeAddress | None,
     *,
     dry_run: bool,
     say: Callable[[str], None],
+    source: NodeAddress | None = None,
 ) -> Exit:
-    """Check the target, pin it, and run passes until it writes alone (bounded by the drain
+    """Check the target (or, given `source`, the writer, choose the node a failover would),
+    pin it, and run passes until it writes alone (bounded by the drain
     timeout and a few intervals); a dry-run prints the first pass's plan and changes nothing."""
     runner = PassRunner(settings, kind)
     try:
         now = runner.run(cluster, Mode.STATUS)
+        if target is None:
+            assert source is not None
+            chosen = next_writer(now, source)
+            if isinstance(chosen, Refusal):
+                say(f"cluster {cluster.name}: switchover from {source} refused: {chosen.reason}")
+                return Exit.BAD_INPUT if now.outcome is not Outcome.FAILED else Exit.FAILED
+            target = chosen
+            say(f"cluster {cluster.name}: switchover from {source}: the next writer is {target}")
         refused = refusal(now, target)
         if refused is not None:
             say(f"cluster {cluster.name}: switchover to {target} refused: {refused.reason}")

@@ -20,7 +20,12 @@ from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerSt
 from checker_core.edges.proxysql import AdminClient
 from checker_core.edges.proxysql_peers import read_checksum
 from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls
-from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
+from tests.lab.accounts import (
+    MONITOR_PASSWORD,
+    MONITOR_USER,
+    NODE_ADMIN_PASSWORD,
+    NODE_ADMIN_USER,
+)
 
 HG = Hostgroups(
     writer=100, reader=101, backup_writer=102, offline=9100, config_writer=8100, config_reader=8101
@@ -61,6 +66,8 @@ class Rig:
     # extra keys of [proxysql] and [monitor] (TLS)
     proxysql_settings: dict[str, object] = field(default_factory=dict)
     monitor_settings: dict[str, object] = field(default_factory=dict)
+    # a [node_admin] section (the account the lab grants; a GR switchover runs as it)
+    node_admin: bool = False
 
     def __post_init__(self) -> None:
         self.state_dir = self.tmp / "state"
@@ -79,6 +86,12 @@ class Rig:
         secrets.mkdir(exist_ok=True)
         (secrets / "admin").write_text(self.proxysql.admin_password + "\n")
         (secrets / "monitor").write_text(MONITOR_PASSWORD + "\n")
+        (secrets / "node_admin").write_text(NODE_ADMIN_PASSWORD + "\n")
+        node_admin = [
+            "[node_admin]",
+            f'user = "{NODE_ADMIN_USER}"',
+            f'password_file = "{secrets / "node_admin"}"',
+        ]
         run = {
             "interval_ms": 2000,
             "max_runtime_ms": 1800,
@@ -108,6 +121,7 @@ class Rig:
             "connect_timeout_ms = 400",
             "read_timeout_ms = 600",
             *(f"{k} = {_toml(v)}" for k, v in self.monitor_settings.items()),
+            *(node_admin if self.node_admin else []),
             "[run]",
             *(f"{k} = {_toml(v)}" for k, v in run.items()),
             "[[cluster]]",

@@ -110,3 +110,19 @@ def test_a_running_daemon_follows_the_switchover_and_does_not_move_it_back(
         assert daemon.stop() == 0
     wait_until(lambda: rig.writers == {n2}, 10, "node 2 to stay the writer")
     assert n1 in rig.backups
+
+
+def test_switchover_from_the_writer_chooses_the_next_as_a_failover_would(
+    rig: Rig, nodes: list[NodeAddress]
+) -> None:
+    n1, n2, _ = nodes
+    rig.passes(1)
+    before = snapshot(rig)
+    dry = rig.run("switchover", f"--from={n1}", "--dry-run")
+    assert dry.code == 0, dry.stdout + dry.stderr
+    assert f"switchover from {n1}: the next writer is {n2}" in dry.stdout
+    assert snapshot(rig) == before
+    wrong = rig.run("switchover", f"--from={n2}")
+    assert wrong.code == 2
+    assert f"{n2} is not the writer; the writer is {n1}" in wrong.stdout
+    assert snapshot(rig) == before

@@ -1,0 +1,295 @@
+"""`gr-checker switchover`: the side effects of a planned move of the Group Replication primary.
+
+1. take the cluster's pass lock (waiting at most one pass and one interval for a running
+   daemon's or scheduler's pass to end), judge the group with a pass that changes nothing, and
+   refuse (exit 2, nothing changed) unless the target may take over (gr_checker/switchover.py);
+2. release the lock, and run `group_replication_set_as_primary(<uuid>)` on the target as the
+   [node_admin] account, on a thread of its own: the call returns once the group has switched;
+3. meanwhile run passes (each under the lock, as any pass) that follow the group: the old
+   primary leaves the writer hostgroup the pass it is read-only, the new one enters it the
+   pass it is writable (empty in between with `brownout = hold`);
+4. end when the call has returned and the writer hostgroup holds the target ONLINE alone
+   (exit 0), when the call failed (exit 1, after a pass has shown what the group has now), or
+   at --timeout (exit 1).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from checker_core.core.model import NodeAddress, ServerStatus
+from checker_core.edges.lock import cluster_lock
+from checker_core.exitcodes import Exit
+from checker_core.runner import Mode, Outcome, PassResult, PassRunner
+from gr_checker.switchover import (
+    ELECTION_FACTS,
+    Candidate,
+    Move,
+    Refusal,
+    Why,
+    check,
+    describe_refusal,
+    elect,
+    statement,
+    steps,
+    successor,
+    uuid_of,
+)
+
+if TYPE_CHECKING:
+    from checker_core.runner import CheckerKind
+    from checker_core.settings.config import ClusterSettings, Endpoint, Settings
+
+STEP_S = 0.2  # between two passes of the move, at most
+LOCK_POLL_S = 0.05
+DEFAULT_TIMEOUT_S = 60.0
+
+
+class Call(threading.Thread):
+    """group_replication_set_as_primary on a thread: it blocks until the group has switched."""
+
+    def __init__(
+        self,
+        account: Endpoint,
+        node: NodeAddress,
+        sql: str,
+        params: tuple[object, ...],
+        wait_s: float,
+    ) -> None:
+        super().__init__(name="set-as-primary", daemon=True)
+        self.account, self.node, self.sql, self.params, self.wait_s = (
+            account,
+            node,
+            sql,
+            params,
+            wait_s,
+        )
+        self.answer: str | None = None
+        self.error: str | None = None
+        self.finished = threading.Event()
+
+    def run(self) -> None:
+        import pymysql
+
+        from checker_core.edges import node_admin
+
+        started = time.monotonic()
+        try:
+            with (
+                node_admin.session(self.account, self.node, wait_s=self.wait_s) as conn,
+                conn.cursor() as cur,
+            ):
+                cur.execute(self.sql, self.params)
+                row = cur.fetchone()
+                self.answer = "" if row is None else str(row[0])
+        except (pymysql.MySQLError, OSError, node_admin.NoNodeAdmin) as exc:
+            spent = time.monotonic() - started
+            self.error = _failure(exc, spent, self.wait_s)
+        finally:
+            self.finished.set()
+
+
+def _failure(exc: Exception, spent: float, wait_s: float) -> str:
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+    text = str(exc.args[1]) if code is not None and len(exc.args) > 1 else str(exc)
+    if code in (2013, 2006) and spent >= wait_s * 0.9:
+        return (
+            f"no answer within {wait_s:g} s; the group may still carry the switch out (it waits "
+            "for the old primary's running transactions: --running-transactions-timeout bounds "
+            "that wait) and the checker follows whichever member it ends with"
+        )
+    return f"error {code}: {text}" if code is not None else text
+
+
+@contextmanager
+def _lock_within(runner: PassRunner, cluster: str, wait_s: float) -> Iterator[bool]:
+    """The pass lock, waiting up to `wait_s` for a running pass to let go of it."""
+    runner.store.ensure_dir()
+    limit = time.monotonic() + wait_s
+    while True:
+        with cluster_lock(runner.store.lock_path(cluster)) as held:
+            if held or time.monotonic() >= limit:
+                yield held
+                return
+        time.sleep(LOCK_POLL_S)
+
+
+def candidates(
+    account: Endpoint, nodes: list[NodeAddress], uuids: dict[NodeAddress, str]
+) -> list[Candidate] | str:
+    """Each candidate's member weight and version, as node_admin (the election's tie-breakers)."""
+    import pymysql
+
+    from checker_core.edges import node_admin
+
+    found = []
+    for node in nodes:
+        try:
+            with node_admin.session(account, node) as conn, conn.cursor() as cur:
+                cur.execute(ELECTION_FACTS)
+                row = cur.fetchone()
+        except (pymysql.MySQLError, OSError) as exc:
+            return f"{node}: cannot read its member weight as node_admin: {exc}"
+        if row is None:
+            return f"{node}: not in its own replication_group_members view"
+        found.append(Candidate(node, uuids[node], int(row[0]), str(row[1])))
+    return found
+
+
+def switchover(
+    settings: Settings,
+    kind: CheckerKind,
+    cluster: ClusterSettings,
+    *,
+    target: NodeAddress | None,
+    source: NodeAddress | None,
+    dry_run: bool,
+    running_transactions_timeout_s: int | None,
+    timeout_s: float,
+    say: Callable[[str], None],
+) -> Exit:
+    """Check, then ask the group to elect the target and follow it (see the module's doc)."""
+    account = settings.node_admin
+    if account is None:
+        refusal = Refusal(
+            Why.NO_NODE_ADMIN,
+            "node_admin: no [node_admin] account is configured; group_replication_set_as_primary "
+            "runs as it (it needs GROUP_REPLICATION_ADMIN)",
+        )
+        say(describe_refusal(cluster.name, target, refusal))
+        return Exit.BAD_INPUT
+    runner = PassRunner(settings, kind)
+    try:
+        run = settings.run
+        wait_s = (run.max_runtime_ms + run.interval_ms) / 1000
+        with _lock_within(runner, cluster.name, wait_s) as held:
+            if not held:
+                lock = runner.store.lock_path(cluster.name)
+                refusal = Refusal(
+                    Why.LOCK_HELD,
+                    f"the pass lock {lock} stayed held for {wait_s:g} s (another switchover, or "
+                    "a pass that does not end); try again",
+                )
+                say(describe_refusal(cluster.name, target, refusal))
+                return Exit.BAD_INPUT
+            now = runner.run(cluster, Mode.STATUS)
+            if now.outcome in (Outcome.FAILED, Outcome.BAD_INPUT):
+                say(f"cluster {cluster.name}: switchover not started: {now.summary()}")
+                return now.outcome.exit_code
+            planned = _plan(now, account, target, source)
+            if isinstance(planned, Refusal):
+                say(describe_refusal(cluster.name, target, planned))
+                return Exit.BAD_INPUT
+            if isinstance(planned, NodeAddress):
+                say(f"cluster {cluster.name}: {planned} is the primary already; nothing to do")
+                return Exit.OK
+            lines = steps(
+                cluster.name,
+                planned,
+                user=account.user,
+                writer_hostgroup=cluster.hostgroups.writer,
+                brownout=cluster.brownout,
+                running_transactions_timeout_s=running_transactions_timeout_s,
+                timeout_s=timeout_s,
+            )
+            for line in lines:
+                say(line)
+            if dry_run:
+                say(f"cluster {cluster.name}: dry run: nothing changed")
+                return Exit.OK
+        sql, params = statement(planned, running_transactions_timeout_s)
+        call = Call(account, planned.target, sql, params, timeout_s)
+        return _follow(
+            runner, cluster=cluster, move=planned, call=call, timeout_s=timeout_s, say=say
+        )
+    finally:
+        runner.close()
+
+
+def _plan(
+    now: PassResult, account: Endpoint, target: NodeAddress | None, source: NodeAddress | None
+) -> Move | Refusal | NodeAddress:
+    if target is not None:
+        return check(now, target, node_admin=True)
+    assert source is not None
+    fit = successor(now, source, node_admin=True)
+    if isinstance(fit, Refusal):
+        return fit
+    uuids = {n: u for n in fit if (u := uuid_of(now, n)) is not None}
+    found = candidates(account, [n for n in fit if n in uuids], uuids)
+    if isinstance(found, str):
+        return Refusal(Why.NO_CANDIDATE, found)
+    return check(now, elect(found).node, node_admin=True)
+
+
+_MS = re.compile(r"; \d+ ms$")
+
+
+def _follow(
+    runner: PassRunner,
+    *,
+    cluster: ClusterSettings,
+    move: Move,
+    call: Call,
+    timeout_s: float,
+    say: Callable[[str], None],
+) -> Exit:
+    interval = runner.settings.run.interval_ms / 1000
+    limit = time.monotonic() + timeout_s
+    name = cluster.name
+    call.start()
+    said = ""
+    reported = False
+    while True:
+        result = runner.run(cluster, Mode.APPLY)
+        ours = result.outcome is not Outcome.BUSY
+        if ours:
+            line = _MS.sub("", result.summary())
+            if line != said:
+                say(f"pass: {result.summary()}")
+                said = line
+        if result.outcome in (Outcome.FAILED, Outcome.BAD_INPUT):
+            say(
+                f"cluster {name}: switchover to {move.target}: a pass failed; the group goes on "
+                "with the switch and the next passes follow it"
+            )
+            return result.outcome.exit_code
+        # a failed call is reported after a pass of ours has shown what the group has now
+        failed = call.finished.is_set() and call.error is not None
+        if failed and (ours or time.monotonic() >= limit):
+            say(
+                f"cluster {name}: group_replication_set_as_primary on {move.target} failed: "
+                f"{call.error}; ProxySQL follows the group as it is (see the pass above)"
+            )
+            return Exit.FAILED
+        if call.finished.is_set() and call.error is None:
+            if not reported:
+                reported = True
+                say(f"cluster {name}: group_replication_set_as_primary: {call.answer}")
+            if _writes_alone(runner, cluster, move.target):
+                say(f"cluster {name}: switchover to {move.target} done")
+                return Exit.OK
+        if time.monotonic() >= limit:
+            waiting = (
+                "the writer hostgroup to hold it"
+                if call.finished.is_set()
+                else "group_replication_set_as_primary to return"
+            )
+            say(
+                f"cluster {name}: switchover to {move.target}: not done within {timeout_s:g} s "
+                f"(--timeout), still waiting for {waiting}; passes go on following the group"
+            )
+            return Exit.FAILED
+        time.sleep(min(STEP_S, interval))
+
+
+def _writes_alone(runner: PassRunner, cluster: ClusterSettings, target: NodeAddress) -> bool:
+    """ProxySQL's runtime writer hostgroup holds the target ONLINE and nothing else."""
+    writer = cluster.hostgroups.writer
+    live = runner.admin().read_rows([writer]).live([writer])
+    return [(r.node, r.status) for r in live] == [(target, ServerStatus.ONLINE)]
