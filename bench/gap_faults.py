@@ -128,6 +128,14 @@ def _switchover_done(run: FaultRun) -> None:
             child.wait(timeout=10)
 
 
+def _gr_switchover_done(run: FaultRun) -> None:
+    """The command's end, then the group's primary given back to the bench's writer (the next
+    run starts from it; the checker follows the group)."""
+    _switchover_done(run)
+    [(uuid,)] = run.cluster.sql(run.victim, "SELECT @@server_uuid", ())
+    run.cluster.sql(run.victim, "SELECT group_replication_set_as_primary(%s)", (uuid,))
+
+
 FAULTS: tuple[Fault, ...] = (
     Fault("reject", "galera", "SET GLOBAL wsrep_reject_queries = ALL", _reject),
     Fault("desync", "galera", "SET GLOBAL wsrep_desync = ON", _desync),
@@ -142,6 +150,13 @@ FAULTS: tuple[Fault, ...] = (
         _switchover_done,
     ),
     Fault("kill9", "gr", "kill -9 of the primary's mysqld", _kill),
+    Fault(
+        "switchover",
+        "gr",
+        "gr-checker switchover --to the member the group would elect",
+        _switchover,
+        _gr_switchover_done,
+    ),
 )
 
 

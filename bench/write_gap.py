@@ -182,7 +182,7 @@ def write_config(
         "bench",
         run,
         monitor_timeouts_ms=timeouts,
-        node_admin=evict,
+        node_admin=True,  # evictions (evict variant) and a GR switchover act as it
         cluster_extra={"evict_dead_nodes": True} if evict else None,
     )
 
