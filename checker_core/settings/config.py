@@ -516,7 +516,10 @@ def _node_admin(
         return None
     values = _section_values("node_admin", table, "node_admin", checker, problems)
     if values["user"] is None:
-        problems.append(Problem("node_admin.user", "missing (required when [node_admin] is set)"))
+        if not any(p.key == "node_admin.user" for p in problems):  # given, but bad: said
+            problems.append(
+                Problem("node_admin.user", "missing (required when [node_admin] is set)")
+            )
         return None
     return _endpoint(values, "node_admin", problems, warnings)
 

@@ -947,6 +947,7 @@ def base_config(world: World) -> dict[str, Any]:
             "read_timeout_ms": "1000",
         },
         "monitor": {"user": '"monitor"', "password": '"monitor-pw"'},
+        "node_admin": {"user": '"nodeadmin"', "password": '"nodeadmin-pw"'},
         "run": {"state_dir": '"{tmp}/state"', "log_format": '"json"'},
         "cluster": {
             "name": '"main"',
@@ -969,7 +970,7 @@ def render(
         else:
             config[section][name] = literal
     lines = []
-    for section in ("proxysql", "monitor", "run"):
+    for section in ("proxysql", "monitor", "node_admin", "run"):
         lines.append(f"[{section}]")
         lines += [f"{k} = {v}" for k, v in config[section].items()]
     if clusters is not None:

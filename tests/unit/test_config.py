@@ -427,3 +427,30 @@ def test_pass_with_no_time_left_to_probe_changes_nothing(
         "nothing changed"
     )
     assert not admin.applied
+
+
+def test_eviction_needs_the_node_admin_account(write_config: WriteConfig) -> None:
+    evicting = GOOD + "evict_dead_nodes = true\n"
+    assert problems_of(write_config(evicting)) == [
+        "cluster[0].evict_dead_nodes: needs the [node_admin] account (SET GLOBAL "
+        "wsrep_provider_options on a survivor); see docs/eviction.md"
+    ]
+    with_account = evicting.replace(
+        "[run]", '[node_admin]\nuser = "nodeadmin"\npassword_file = "{secret}"\n[run]'
+    )
+    settings = load(write_config(with_account), Checker.GALERA, env={})
+    assert settings.clusters[0].evict_dead_nodes
+    assert settings.node_admin is not None and settings.node_admin.user == "nodeadmin"
+    assert settings.run.watch_interval_ms == 40
+
+
+def test_node_admin_without_a_user_is_one_problem(write_config: WriteConfig) -> None:
+    text = GOOD.replace("[run]", '[node_admin]\npassword_file = "{secret}"\n[run]')
+    assert problems_of(write_config(text)) == [
+        "node_admin.user: missing (required when [node_admin] is set)"
+    ]
+
+
+def test_eviction_is_galera_only(write_config: WriteConfig) -> None:
+    problems = problems_of(write_config(GOOD + "evict_dead_nodes = true\n"), Checker.GR)
+    assert problems[0] == "cluster[0].evict_dead_nodes: only galera-checker uses this key"
