@@ -22,8 +22,11 @@ from galera_checker.eviction import (
     Clearing,
     Eviction,
     clearings,
+    evict_list,
     evictions,
+    facts_of,
     identities,
+    in_primary,
 )
 
 if TYPE_CHECKING:
@@ -65,7 +68,9 @@ class GaleraActions:
         roster = after.decision.roster.addresses
         wanted = evictions(after.probes, roster, known, after.decision.assignment.writers)
         ours = set(after.store.evicted(cluster))
-        clear = clearings(after.probes, roster, ours)
+        clear = clearings(
+            after.probes, roster, ours, self._view(after, ours) if after.acting else ours
+        )
         said: list[str] = []
         if not after.acting:
             said += [f"would evict {e.node} through {e.survivor} ({e.reason})" for e in wanted]
@@ -94,6 +99,23 @@ class GaleraActions:
         if failure:
             failed.append(failure)
         return ActionsDone(tuple(said), tuple(failed), done)
+
+    def _view(self, after: AfterPass, ours: set[str]) -> set[str]:
+        """The view's member uuids as a survivor lists them, asked only while an entry of ours
+        is listed somewhere; unknown (ours, so nothing is cleared) when it cannot be asked."""
+        listed = any(
+            set(evict_list(f.get("wsrep_evs_evict_list"))) & ours
+            for f in (facts_of(p) for p in after.probes.values())
+            if f is not None
+        )
+        survivor = next((n for n, p in sorted(after.probes.items()) if in_primary(p)), None)
+        if not ours or not listed or survivor is None:
+            return ours
+        try:
+            with self.connect(after.node_admin, survivor, timeout_s=after.budget_s) as conn:
+                return set(_members(conn))
+        except Exception:  # asked again by the next pass
+            return ours
 
     def _evict(
         self, eviction: Eviction, account: Endpoint | None, budget_s: float

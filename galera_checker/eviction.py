@@ -6,9 +6,8 @@ them. A survivor told `evs.evict=<gcomm uuid>` drops the member at once.
 
 Only a refused connection counts as proof: the host answered (RST) and nothing listens on the
 port, so mysqld is gone. A timeout proves nothing (SIGSTOP, a loaded host, a slow network): such
-a node is never evicted. Once every node of the roster is back in the Primary component and
-Synced (a restarted node joins under a new identity), the eviction entries this checker made are
-cleared from the nodes that list them.
+a node is never evicted. Once the member is out of the survivors' view, the entries this checker
+made are cleared from the nodes that list them (see clearings).
 """
 
 from __future__ import annotations
@@ -94,17 +93,23 @@ def clearings(
     probes: Mapping[NodeAddress, ProbeResult],
     roster: Collection[NodeAddress],
     ours: Collection[str],
+    members: Collection[str],
 ) -> tuple[Clearing, ...]:
-    """Nodes whose eviction list holds only entries this checker made, once the whole roster
-    is back and Synced (so no entry can be a member that is still dead)."""
-    if not ours or not all(synced(probes.get(n)) for n in roster):
+    """Nodes in the Primary component whose eviction list holds only entries this checker
+    made, none of them a member of the view any more (`members`: the view's gcomm uuids as a
+    survivor lists them). Cleared at once, not when the node comes back: Galera takes a
+    restarted node for the evicted one (the same uuid but for its clock sequence) and keeps it
+    out while the entry stands, and an entry left in a list delays the next eviction."""
+    if not ours:
         return ()
     current = set(identities({n: p for n, p in probes.items() if n in roster}).values())
     found = []
     for node in sorted(roster):
-        facts = facts_of(probes.get(node))
+        probe = probes.get(node)
+        facts = facts_of(probe)
         listed = evict_list(facts.get("wsrep_evs_evict_list") if facts else None)
-        if listed and set(listed) <= set(ours) and not set(listed) & current:
+        gone = not set(listed) & (set(members) | current)
+        if listed and in_primary(probe) and set(listed) <= set(ours) and gone:
             found.append(Clearing(node, listed))
     return tuple(found)
 

@@ -74,17 +74,20 @@ def test_an_unknown_uuid_is_left_to_the_survivors_view() -> None:
     assert found.uuid is None and found.survivor == N2
 
 
-def test_entries_are_cleared_only_once_the_roster_is_whole_and_only_ours() -> None:
+def test_entries_are_cleared_once_out_of_the_view_and_only_ours() -> None:
     listing = {"wsrep_evs_evict_list": "old-1"}
-    whole = {n: alive(n, **listing) for n in ROSTER}
-    assert clearings(whole, ROSTER, {"old-1"}) == tuple(Clearing(n, ("old-1",)) for n in ROSTER)
-    assert clearings(whole, ROSTER, set()) == (), "an operator's entry is not ours"
-    joining = {**whole, N1: alive(N1, wsrep_local_state="1", **listing)}
-    assert clearings(joining, ROSTER, {"old-1"}) == ()
-    still_dead = {**whole, N1: refused(N1)}
-    assert clearings(still_dead, ROSTER, {"old-1"}) == ()
-    theirs = {n: alive(n, wsrep_evs_evict_list="old-1,garbd") for n in ROSTER}
-    assert clearings(theirs, ROSTER, {"old-1"}) == (), "a list with others' entries is kept"
+    survivors = {N2: alive(N2, **listing), N3: alive(N3, **listing), N1: refused(N1)}
+    view = {"u-2", "u-3"}
+    assert clearings(survivors, ROSTER, {"old-1"}, view) == (
+        Clearing(N2, ("old-1",)),
+        Clearing(N3, ("old-1",)),
+    ), "cleared while the evicted node is still down: it must be able to come back"
+    assert clearings(survivors, ROSTER, set(), view) == (), "an operator's entry is not ours"
+    assert clearings(survivors, ROSTER, {"old-1"}, view | {"old-1"}) == (), "still a member"
+    theirs = {n: alive(n, wsrep_evs_evict_list="old-1,garbd") for n in (N2, N3)}
+    assert clearings(theirs, ROSTER, {"old-1"}, view) == (), "a list with others' entries is kept"
+    outside = {N2: alive(N2, wsrep_cluster_status="non-Primary", **listing)}
+    assert clearings(outside, ROSTER, {"old-1"}, view) == ()
 
 
 def test_the_evict_list_is_read_as_uuids() -> None:
