@@ -50,11 +50,6 @@ def in_primary(probe: ProbeResult | None) -> bool:
     return facts is not None and facts.get("wsrep_cluster_status") == "Primary"
 
 
-def synced(probe: ProbeResult | None) -> bool:
-    facts = facts_of(probe)
-    return in_primary(probe) and facts is not None and facts.get("wsrep_local_state") == "4"
-
-
 def identities(probes: Mapping[NodeAddress, ProbeResult]) -> dict[NodeAddress, str]:
     """Each answering node's gcomm uuid, as it says itself."""
     found = {}
