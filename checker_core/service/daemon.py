@@ -24,7 +24,7 @@ from checker_core.service.listen import ListenAddress
 from checker_core.service.listener import Listener, ListenError
 from checker_core.service.readiness import ReadinessWatch
 from checker_core.service.sdnotify import Notifier
-from checker_core.service.watch import BetweenPasses
+from checker_core.service.watch import BetweenPasses, Trigger
 from checker_core.settings.config import ConfigError, Settings
 
 
@@ -114,12 +114,22 @@ class _Daemon:
                 next_tick += self.runner.settings.run.interval_ms / 1000
                 next_tick = max(next_tick, time.monotonic())
             # an early pass leaves the cadence as it was: the next regular pass keeps its time
-            trigger = self.between.wait(next_tick, stop)
+            trigger = self._wait(next_tick, stop)
             early = trigger is not None
             if trigger is not None:
                 self.board.started_early(trigger.cause.label)
                 self.log.info("watch", summary=trigger.describe())
         self.notify.stopping()
+
+    def _wait(self, until: float, stop: threading.Event) -> Trigger | None:
+        """The watch's wait; whatever it raises costs the watch until the next tick, never the
+        daemon (the regular cadence goes on)."""
+        try:
+            return self.between.wait(until, stop)
+        except Exception as exc:  # the net: the watch is an acceleration, the loop is not
+            self.log.error("watch", summary=f"watch failed, waiting for the next pass: {exc!r}")
+            stop.wait(max(0.0, until - time.monotonic()))
+            return None
 
     def _warn_advice(self, result: PassResult) -> None:
         """An advisor's warning is logged when it appears or changes, not every pass (the
