@@ -27,6 +27,7 @@ from galera_checker.eviction import (
     facts_of,
     identities,
     in_primary,
+    member_to_evict,
 )
 
 if TYPE_CHECKING:
@@ -60,10 +61,12 @@ class GaleraActions:
         self.tried: dict[tuple[str, NodeAddress], float] = {}
 
     def after_pass(self, after: AfterPass) -> ActionsDone:
+        if not after.cluster.evict_dead_nodes:
+            return ActionsDone()  # nothing learnt or asked: a pass without eviction pays nothing
         cluster = after.cluster.name
         known = self.known.setdefault(cluster, {})
         known.update(identities(after.probes))
-        if not after.cluster.evict_dead_nodes or after.decision.blind:
+        if after.decision.blind:
             return ActionsDone()
         roster = after.decision.roster.addresses
         wanted = evictions(after.probes, roster, known, after.decision.assignment.writers)
@@ -125,9 +128,7 @@ class GaleraActions:
         try:
             with self.connect(account, survivor, timeout_s=budget_s) as conn:
                 members = _members(conn)
-                uuid = eviction.uuid if eviction.uuid in members else None
-                if uuid is None:
-                    uuid = next((u for u, a in members.items() if a == str(node)), None)
+                uuid = member_to_evict(eviction, members)
                 if uuid is None:
                     return None, None  # not in the survivors' view: nothing left to evict
                 _evict_on(conn, uuid)

@@ -84,6 +84,15 @@ def evictions(
     return tuple(found)
 
 
+def member_to_evict(eviction: Eviction, members: Mapping[str, str]) -> str | None:
+    """The gcomm uuid to evict in a survivor's view (`members`: uuid -> client address): the
+    uuid the node gave while it lived, else the member at its address; None when it is no
+    longer in the view."""
+    if eviction.uuid is not None and eviction.uuid in members:
+        return eviction.uuid
+    return next((u for u, a in sorted(members.items()) if a == str(eviction.node)), None)
+
+
 def clearings(
     probes: Mapping[NodeAddress, ProbeResult],
     roster: Collection[NodeAddress],

@@ -17,7 +17,14 @@ from checker_core.edges.node_admin import NoNodeAdmin
 from checker_core.runner import AfterPass
 from checker_core.settings.schema import Checker
 from galera_checker.actions import EVICT_SQL, GaleraActions
-from galera_checker.eviction import Clearing, clearings, evict_list, evictions
+from galera_checker.eviction import (
+    Clearing,
+    Eviction,
+    clearings,
+    evict_list,
+    evictions,
+    member_to_evict,
+)
 from tests.unit.daemon_cases import galera_pass
 from tests.unit.galera_cases import N1, N2, N3, cluster_settings, probe_ok, steady
 
@@ -185,3 +192,12 @@ def test_a_dry_run_only_says_what_it_would_do(tmp_path: Path) -> None:
     assert done.said == (
         f"would evict {N1} through {N2} (connection refused: Connection refused (error 2003))",
     )
+
+
+def test_the_member_is_found_by_its_uuid_else_by_its_address() -> None:
+    known = Eviction(N1, "u-1", N2, "refused")
+    unknown = Eviction(N1, None, N2, "refused")
+    view = {"u-1": "10.0.0.1:3306", "u-9": "127.0.0.1:3311"}
+    assert member_to_evict(known, view) == "u-1"
+    assert member_to_evict(unknown, view) == "u-9"
+    assert member_to_evict(known, {"u-2": "x"}) is None
