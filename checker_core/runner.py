@@ -124,7 +124,9 @@ class AdviceInput:
 class Advisor(Protocol):
     """What a checker tells the operator from a pass's probes and ProxySQL's settings."""
 
-    proxy_variables: tuple[str, ...]
+    def proxy_variables(self, cluster: ClusterSettings) -> tuple[str, ...]:
+        """The runtime_global_variables it needs for this cluster (none: nothing is asked)."""
+        ...
 
     def advise(self, given: AdviceInput) -> tuple[Advice, ...]: ...
 
@@ -491,7 +493,7 @@ class PassRunner:
     ) -> tuple[Advice, ...]:
         """The advisor's word on this pass; ProxySQL's variables asked once per scheduler pass,
         by the daemon once per connection and then every PEERS_RECHECK_S."""
-        wanted = advisor.proxy_variables
+        wanted = advisor.proxy_variables(cluster)
         due = self._variables_read_by is not admin or self.monotonic() >= self._variables_until
         if wanted and due:
             marks = ", ".join(["%s"] * len(wanted))  # placeholders only: the names are params

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
 from checker_core.runner import Advice, AdviceInput
+from checker_core.settings.config import ClusterSettings
 from gr_checker.policy import GrFacts
 
 SUSPICION_S = 5.0  # XCom's fixed suspicion of a member it no longer hears
@@ -155,11 +156,13 @@ class HoldAdvisor:
     """The runner's advisor for gr-checker: the hold forecast of every pass with brownout =
     hold. Keeps each member's apply samples and its last known rate."""
 
-    proxy_variables: tuple[str, ...] = (CONNECT_TIMEOUT_SERVER_MAX,)
-
     def __init__(self) -> None:
         self.samples: dict[str, dict[NodeAddress, tuple[float, int]]] = {}
         self.rates: dict[str, dict[NodeAddress, float]] = {}
+
+    def proxy_variables(self, cluster: ClusterSettings) -> tuple[str, ...]:
+        """Asked of ProxySQL only when a hold is configured: brownout = route holds nothing."""
+        return (CONNECT_TIMEOUT_SERVER_MAX,) if cluster.brownout == "hold" else ()
 
     def advise(self, given: AdviceInput) -> tuple[Advice, ...]:
         cluster = given.cluster

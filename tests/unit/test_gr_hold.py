@@ -101,3 +101,5 @@ def test_the_advisor_speaks_only_for_hold_and_warns_only_when_it_outlasts() -> N
     assert warns.warning
     routed = cluster_settings(brownout="route")
     assert advisor.advise(AdviceInput(routed, with_group(5), variables, 3.0)) == ()
+    assert advisor.proxy_variables(routed) == (), "nothing asked of ProxySQL without a hold"
+    assert advisor.proxy_variables(held) == ("mysql-connect_timeout_server_max",)
