@@ -81,18 +81,13 @@ class Prober:
         from pymysql.constants import CLIENT
 
         monitor = self._monitor
-        return tls.connect(
-            monitor.tls,
+        return tls.connect_node(
+            monitor,
             f"node {node}",
-            node.host,
-            node.port,
-            user=monitor.user,
-            password=monitor.password.reveal(),
-            connect_timeout=connect_timeout,
-            read_timeout=monitor.read_timeout_ms / 1000,
-            write_timeout=monitor.read_timeout_ms / 1000,
+            node,
+            connect_timeout,
+            monitor.read_timeout_ms / 1000,
             client_flag=CLIENT.MULTI_STATEMENTS,
-            autocommit=True,
         )
 
     def _take(self, node: NodeAddress) -> pymysql.connections.Connection[Any] | None:

@@ -40,17 +40,8 @@ def session(
         connect_s, read_s = min(connect_s, timeout_s), min(read_s, timeout_s)
     if wait_s is not None:
         read_s = wait_s
-    conn = tls.connect(
-        account.tls,
-        f"node {node} as node_admin",
-        node.host,
-        node.port,
-        user=account.user,
-        password=account.password.reveal(),
-        connect_timeout=max(0.05, connect_s),
-        read_timeout=max(0.05, read_s),
-        write_timeout=max(0.05, read_s),
-        autocommit=True,
+    conn = tls.connect_node(
+        account, f"node {node} as node_admin", node, max(0.05, connect_s), max(0.05, read_s)
     )
     try:
         yield conn

@@ -25,7 +25,8 @@ from checker_core.settings.schema import SslMode
 if TYPE_CHECKING:
     import pymysql
 
-    from checker_core.settings.config import Tls
+    from checker_core.core.model import NodeAddress
+    from checker_core.settings.config import Endpoint, Tls
 
 # PyMySQL's CR.CR_SSL_CONNECTION_ERROR: TLS was required and the server offers none
 _NO_TLS_ON_SERVER = 2026
@@ -199,6 +200,31 @@ def tls_arguments(tls: Tls, host: str, port: int) -> dict[str, Any]:
         # without ssl_disabled PyMySQL would still negotiate TLS on its own, with a new context
         return {"ssl_disabled": True}
     return {"ssl": ctx}
+
+
+def connect_node(
+    account: Endpoint,
+    where: str,
+    node: NodeAddress,
+    connect_s: float,
+    read_s: float,
+    **kwargs: Any,
+) -> pymysql.connections.Connection[Any]:
+    """A backend account's connection to a node (autocommit): the monitor's probes and
+    node_admin's actions open theirs the same way."""
+    return connect(
+        account.tls,
+        where,
+        node.host,
+        node.port,
+        user=account.user,
+        password=account.password.reveal(),
+        connect_timeout=connect_s,
+        read_timeout=read_s,
+        write_timeout=read_s,
+        autocommit=True,
+        **kwargs,
+    )
 
 
 def connect(
