@@ -496,17 +496,11 @@ class PassRunner:
         wanted = advisor.proxy_variables(cluster)
         due = self._variables_read_by is not admin or self.monotonic() >= self._variables_until
         if wanted and due:
-            marks = ", ".join(["%s"] * len(wanted))  # placeholders only: the names are params
             try:
-                rows = admin.execute(
-                    "SELECT variable_name, variable_value FROM runtime_global_variables "  # noqa: S608
-                    f"WHERE variable_name IN ({marks})",
-                    wanted,
-                )
+                self._variables = admin.read_runtime_variables(wanted)
             except AdminError:
                 # advice is never worth a pass: without the variables the advisor says less
-                rows = []
-            self._variables = {str(name): str(value) for name, value in rows}
+                self._variables = {}
             self._variables_read_by = admin
             self._variables_until = self.monotonic() + PEERS_RECHECK_S
         return advisor.advise(AdviceInput(cluster, probes, self._variables, self.monotonic()))

@@ -226,6 +226,16 @@ class AdminClient:
             for hostgroup, host, port, used in rows
         }
 
+    def read_runtime_variables(self, names: Sequence[str]) -> dict[str, str]:
+        """{name: value} of the named runtime_global_variables that exist."""
+        marks = ", ".join(["%s"] * len(names))  # placeholders only: the names are params
+        rows = self.execute(
+            "SELECT variable_name, variable_value FROM runtime_global_variables "  # noqa: S608
+            f"WHERE variable_name IN ({marks})",
+            names,
+        )
+        return {str(name): str(value) for name, value in rows}
+
     # ------------------------------------------------------------ writes
 
     def stage(

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pymysql.constants import SERVER_STATUS
 
-from tests.lab.proxysql import ProxySQLLab, admin_cursor
+from tests.lab.proxysql import ProxySQLLab, admin_cursor, binary_version
 
 pytestmark = pytest.mark.proxysql
 
@@ -578,12 +578,17 @@ def test_connection_pool_stats_are_selectable(proxysql_admin: ProxySQLLab, table
 # --- session-level answers ------------------------------------------------------------------------
 
 
-def test_version_is_a_2_7_version(proxysql_admin: ProxySQLLab) -> None:
+def test_version_is_the_release_running(proxysql_admin: ProxySQLLab) -> None:
+    """2.7 or 3.x (the lines users run), and for a real ProxySQL the very release its binary
+    names: version() and @@version_comment say the same."""
     with admin_cursor(proxysql_admin) as cur:
         (version,) = fetch(cur, "SELECT version()")[0]
         (comment,) = fetch(cur, "SELECT @@version_comment")[0]
-    assert version is not None and re.match(r"^2\.7\.\d+", version), version
+    assert version is not None and re.match(r"^(2\.7|3\.\d+)\.\d+", version), version
     assert comment == version
+    binary = proxysql_admin.binary
+    if binary is not None:
+        assert version == binary_version(binary)
 
 
 def test_autocommit_and_show_variables_answer_with_no_row(proxysql_admin: ProxySQLLab) -> None:

@@ -980,6 +980,15 @@ def render(
     return "\n".join(lines) + "\n"
 
 
+def monitor_blind(row: tuple[Any, ...], status: int) -> tuple[Any, ...]:
+    """A runtime row as the checker could have left it: a real ProxySQL's monitor SHUNs a server
+    it cannot reach (these nodes are closed ports) and lifts the shun again, at any moment, in
+    runtime only. The checker never writes SHUNNED, so ONLINE and SHUNNED are one state here."""
+    if row[status] in ("ONLINE", "SHUNNED"):
+        return (*row[:status], "ONLINE or SHUNNED", *row[status + 1 :])
+    return row
+
+
 def snapshot(world: World) -> dict[str, object]:
     """ProxySQL's watched tables and the state directory (lock files aside: they hold only the
     pid of the last process that took them, no state)."""
@@ -987,7 +996,11 @@ def snapshot(world: World) -> dict[str, object]:
     with admin_cursor(world.lab) as cur:
         for table in WATCHED:
             cur.execute(f"SELECT * FROM {table}")
-            seen[table] = sorted(map(repr, cur.fetchall()))
+            rows = cur.fetchall()
+            if table == "runtime_mysql_servers":
+                status = [d[0] for d in cur.description or ()].index("status")
+                rows = tuple(monitor_blind(row, status) for row in rows)
+            seen[table] = sorted(map(repr, rows))
     state = world.tmp / "state"
     seen["state"] = sorted(
         (str(p.relative_to(world.tmp)), p.read_bytes() if p.is_file() else b"")

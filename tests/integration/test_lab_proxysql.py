@@ -7,6 +7,8 @@ session endpoint the contract tests share (nor one a human brought up).
 from __future__ import annotations
 
 import importlib.util
+import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,13 @@ import pytest
 
 from tests.lab import process, proxysql
 from tests.lab.process import wait_until
-from tests.lab.proxysql import ProxySQLLab, admin_cursor, find_proxysql_binary, port_refuses
+from tests.lab.proxysql import (
+    ProxySQLLab,
+    admin_cursor,
+    binary_version,
+    find_proxysql_binary,
+    port_refuses,
+)
 from tests.lab.require import unavailable
 
 pytestmark = pytest.mark.proxysql
@@ -44,7 +52,11 @@ def test_up_status_down(own_lab_dir: Path, capsys: pytest.CaptureFixture[str]) -
     assert status.kind in (proxysql.KIND_REAL, proxysql.KIND_EMULATOR)
     assert status.pid is not None and status.admin_port is not None
     assert (status.mysql_port is None) == (status.kind == proxysql.KIND_EMULATOR)
-    assert status.version is not None and status.version.startswith("2.7.")
+    wanted = find_proxysql_binary()
+    assert status.binary == wanted
+    # the emulator says it is one (2.7-shaped); a real ProxySQL says the release of its binary
+    expected = "2.7.2-lab-emulator" if wanted is None else binary_version(wanted)
+    assert status.version == expected
     assert status.mysql_servers == 0 and status.runtime_mysql_servers == 0
     assert f"kind={status.kind}" in up_output
     assert f"127.0.0.1:{status.admin_port}" in up_output
@@ -89,6 +101,66 @@ def test_up_is_idempotent(own_lab_dir: Path, capsys: pytest.CaptureFixture[str])
 
     assert lab.down() is True
     assert lab.down() is False
+
+
+def listening(pid: int) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket `pid` listens on (IPv4 and IPv6)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        target = os.readlink(fd) if fd.is_symlink() else ""
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state != "0A" or inode not in inodes:  # 0A: LISTEN
+                continue
+            address, port = local.split(":")
+            raw = bytes.fromhex(address)
+            if table == "tcp":
+                host = socket.inet_ntop(socket.AF_INET, raw[::-1])
+            else:
+                words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+                host = socket.inet_ntop(socket.AF_INET6, words)
+            found.add((host, int(port, 16)))
+    return found
+
+
+def test_every_listener_is_on_loopback_on_ports_of_its_own(own_lab_dir: Path) -> None:
+    """3.x listens for PostgreSQL too (by default on 0.0.0.0:6132 and 6133): every listener,
+    whatever the version, is on 127.0.0.1, on a port no other endpoint has."""
+    first, second = ProxySQLLab(), ProxySQLLab(own_lab_dir / "second")
+    first.up()
+    second.up()
+    try:
+        seen = [listening(lab.status().pid or 0) for lab in (first, second)]
+        for lab, ports in zip((first, second), seen, strict=True):
+            assert ports and all(host == "127.0.0.1" for host, _ in ports), ports
+            binary = lab.binary
+            if binary is None:
+                assert {port for _, port in ports} == {lab.admin_port}
+                continue
+            wanted = 4 if proxysql.major_version(binary_version(binary)) >= 3 else 2
+            assert len({port for _, port in ports}) == wanted, ports
+        assert not {port for _, port in seen[0]} & {port for _, port in seen[1]}
+    finally:
+        second.down()
+        first.down()
+
+
+def test_an_endpoint_of_another_binary_is_refused_not_reused(own_lab_dir: Path) -> None:
+    """A run asking for another ProxySQL than the one running (PROXYSQL_BIN changed) is told so;
+    the running endpoint is neither tested as the other nor stopped under whoever uses it."""
+    running = ProxySQLLab(emulator=True)
+    running.up()
+    try:
+        with pytest.raises(process.LabError, match="runs the emulator, not /bin/true as asked"):
+            ProxySQLLab(binary="/bin/true").up()
+        assert running.status().running and running.binary is None
+    finally:
+        running.down()
 
 
 def test_down_when_nothing_runs(own_lab_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

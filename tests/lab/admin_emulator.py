@@ -74,6 +74,18 @@ CHECKSUM_NAMES = (
 )
 
 
+# The modules a real ProxySQL lists for each peer in stats_proxysql_servers_checksums, in its order.
+PEER_CHECKSUM_NAMES = (
+    "admin_variables",
+    "mysql_query_rules",
+    "mysql_servers",
+    "mysql_users",
+    "mysql_variables",
+    "proxysql_servers",
+    "mysql_servers_v2",
+)
+
+
 class AdminError(Exception):
     """A statement failed; the text is what SQLite (or ProxySQL) says, without the prefix."""
 
@@ -532,6 +544,38 @@ class AdminStore:
         self._copy(module, direction)
         if direction is Direction.MEMORY_TO_RUNTIME:
             self._bump_checksums(module)
+            if "proxysql_servers" in module.tables:
+                self._list_unreached_peers()
+
+    def _list_unreached_peers(self) -> None:
+        """As a real ProxySQL does the moment its peers are loaded: a row for every listed peer
+        in both cluster stats tables, with nothing yet learnt from it (uptime 0, empty
+        checksums), and no rows left for a peer no longer listed. The emulator never reaches a
+        peer; the lab's harness writes what a check would have learnt (LAB STATS)."""
+        listed = self._rows(
+            "SELECT hostname, port, weight, comment FROM main.runtime_proxysql_servers"
+        )
+        peers = [(str(host), int(str(port))) for host, port, _, _ in listed]
+        for table in ("stats_proxysql_servers_metrics", "stats_proxysql_servers_checksums"):
+            for host, port in self._rows(f"SELECT DISTINCT hostname, port FROM stats.{table}"):
+                if (str(host), int(str(port))) not in peers:
+                    self._db.execute(
+                        f"DELETE FROM stats.{table} WHERE hostname = ? AND port = ?", (host, port)
+                    )
+        # a never-checked peer's last check is ProxySQL's monotonic clock in ms
+        never = int(time.monotonic() * 1000)
+        for host, port, weight, comment in listed:
+            self._db.execute(
+                "INSERT OR IGNORE INTO stats.stats_proxysql_servers_metrics "
+                "VALUES (?, ?, ?, ?, 0, 0, ?, 0, 0, 0)",
+                (host, port, weight, comment, never),
+            )
+            for name in PEER_CHECKSUM_NAMES:
+                self._db.execute(
+                    "INSERT OR IGNORE INTO stats.stats_proxysql_servers_checksums "
+                    "VALUES (?, ?, ?, 0, 0, '', 0, 0, 0)",
+                    (host, port, name),
+                )
 
     # --- statements -----------------------------------------------------------------------------
 

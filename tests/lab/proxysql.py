@@ -2,21 +2,28 @@
 
     python -m tests.lab proxysql up|down|status
 
+    python -m tests.lab proxysql which     (one line: which ProxySQL a run would use)
+
 A real ProxySQL is used when PROXYSQL_BIN names one or `proxysql` is on PATH; it gets its own
-datadir, a generated config (admin and mysql interfaces on free 127.0.0.1 ports, the lab's admin
-and monitor accounts) and runs in the foreground in its own session. Otherwise
-tests.lab.admin_emulator is started. Either way the endpoint is recorded in a JSON state file under
-lab_dir()/proxysql, so `status`, `down` and the pytest fixtures of another process find it.
+datadir, a generated config (every listener on its own free 127.0.0.1 port: admin and MySQL, and
+on 3.x both PostgreSQL ones, which otherwise listen on all addresses; the lab's admin and monitor
+accounts) and runs in the foreground in its own session. Otherwise tests.lab.admin_emulator is
+started. Either way the endpoint is recorded in a JSON state file under lab_dir()/proxysql, so
+`status`, `down` and the pytest fixtures of another process find it. An endpoint found running
+from another binary than the one asked for (PROXYSQL_BIN changed) is an error, never reused.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
+import re
 import shutil
 import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -88,6 +95,9 @@ class EndpointState:
     admin_host: str
     admin_port: int
     mysql_port: int | None
+    binary: str | None = None  # the real proxysql's path; None for the emulator
+    # 3.x only: the PostgreSQL admin and traffic listeners, each on its own loopback port
+    pgsql_ports: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,7 @@ class ProxySQLStatus:
     admin_port: int | None = None
     mysql_port: int | None = None
     version: str | None = None
+    binary: str | None = None  # the real proxysql's path; None for the emulator
     mysql_servers: int | None = None
     runtime_mysql_servers: int | None = None
 
@@ -110,8 +121,45 @@ def find_proxysql_binary() -> str | None:
         path = shutil.which(configured)
         if path is None:
             raise process.LabError(f"PROXYSQL_BIN={configured!r} is not an executable")
-        return path
-    return shutil.which("proxysql")
+        return os.path.realpath(path)
+    found = shutil.which("proxysql")
+    return None if found is None else os.path.realpath(found)
+
+
+_VERSIONS: dict[str, str] = {}
+
+
+def binary_version(binary: str) -> str:
+    """What `proxysql --version` names, e.g. 2.7.2-0-gd752949 (asked once per binary)."""
+    if binary not in _VERSIONS:
+        try:
+            out = subprocess.run(
+                [binary, "--version"], capture_output=True, text=True, timeout=30, check=False
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise process.LabError(f"{binary} --version: {exc}") from None
+        found = re.search(r"ProxySQL version (\S+)", out)
+        if found is None:
+            raise process.LabError(f"{binary} --version printed no version: {out.strip()!r}")
+        _VERSIONS[binary] = found.group(1).rstrip(",")
+    return _VERSIONS[binary]
+
+
+def major_version(version: str) -> int:
+    found = re.match(r"(\d+)\.", version)
+    if found is None:
+        raise process.LabError(f"not a ProxySQL version: {version!r}")
+    return int(found.group(1))
+
+
+def which_line() -> str:
+    """One line saying which ProxySQL the lab gives this run, printed at its start."""
+    binary = find_proxysql_binary()
+    if binary is not None:
+        return f"proxysql: real ProxySQL {binary_version(binary)} ({binary})"
+    if importlib.util.find_spec("mysql_mimic") is None:
+        return "proxysql: none (no proxysql binary, no mysql-mimic): ProxySQL tests skip"
+    return "proxysql: the lab's emulator (no PROXYSQL_BIN, no proxysql on PATH)"
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -138,9 +186,15 @@ def port_refuses(host: str, port: int) -> bool:
 class ProxySQLLab:
     """Start, find, reset and stop the lab's ProxySQL admin endpoint."""
 
-    def __init__(self, directory: Path | None = None) -> None:
+    def __init__(
+        self, directory: Path | None = None, *, emulator: bool = False, binary: str | None = None
+    ) -> None:
         # another directory: an endpoint of its own (on free ports), apart from the lab's
         self.dir = directory if directory is not None else lab_dir() / "proxysql"
+        # what `up` starts: the emulator when asked for, else `binary`, else what
+        # find_proxysql_binary() names (PROXYSQL_BIN, PATH), else the emulator
+        self._emulator = emulator
+        self._binary = binary
         self.state_path = self.dir / "state.json"
         self.pid_path = self.dir / "proxysql.pid"
         self.log_path = self.dir / "proxysql.log"
@@ -161,12 +215,15 @@ class ProxySQLLab:
     def _read_state(self) -> EndpointState | None:
         try:
             data = json.loads(self.state_path.read_text())
+            pgsql = data.get("pgsql_ports")
             return EndpointState(
                 kind=str(data["kind"]),
                 pid=int(data["pid"]),
                 admin_host=str(data["admin_host"]),
                 admin_port=int(data["admin_port"]),
                 mysql_port=None if data["mysql_port"] is None else int(data["mysql_port"]),
+                binary=None if data.get("binary") is None else str(data["binary"]),
+                pgsql_ports=None if pgsql is None else (int(pgsql[0]), int(pgsql[1])),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -224,6 +281,11 @@ class ProxySQLLab:
     def is_real(self) -> bool:
         return self._require_state().kind == KIND_REAL
 
+    @property
+    def binary(self) -> str | None:
+        """The running real proxysql's path; None for the emulator."""
+        return self._require_state().binary
+
     # --- connections ----------------------------------------------------------------------------
 
     def _connect_to(self, host: str, port: int) -> AdminConnection:
@@ -271,16 +333,30 @@ class ProxySQLLab:
 
     # --- up / down ------------------------------------------------------------------------------
 
+    def wanted_binary(self) -> str | None:
+        """The real proxysql `up` starts; None: the emulator."""
+        if self._emulator:
+            return None
+        return self._binary or find_proxysql_binary()
+
     def up(self) -> bool:
         """Start the endpoint unless it is already up; True when this call started it."""
         with self._locked():
+            binary = self.wanted_binary()
             state = self._live_state()
             if state is not None:
+                if state.binary != binary:
+                    # never tested against another ProxySQL than asked for, and never stopped
+                    # under a run (or a person) that uses it
+                    raise process.LabError(
+                        f"the ProxySQL endpoint in {self.dir} runs "
+                        f"{state.binary or 'the emulator'}, not {binary or 'the emulator'} as "
+                        "asked: stop it first (python -m tests.lab proxysql down)"
+                    )
                 timeout = READY_TIMEOUT_REAL if state.kind == KIND_REAL else READY_TIMEOUT_EMULATOR
                 self._wait_ready(state, timeout)
                 return False
             self._stop_leftovers()
-            binary = find_proxysql_binary()
             failure: StartupExit | None = None
             for _attempt in range(START_ATTEMPTS):
                 try:
@@ -362,19 +438,33 @@ class ProxySQLLab:
             conn.close()
 
     def _start_real(self, binary: str) -> EndpointState:
-        admin_port = process.free_port(LOOPBACK)
-        mysql_port = process.free_port(LOOPBACK)
-        while mysql_port == admin_port:
-            mysql_port = process.free_port(LOOPBACK)
+        # 3.x listens for PostgreSQL too, by default on 0.0.0.0:6132 and 0.0.0.0:6133: two
+        # instances would collide there, and the machine would listen on all addresses
+        pgsql = major_version(binary_version(binary)) >= 3
+        ports = process.free_ports(LOOPBACK, 4 if pgsql else 2)
+        admin_port, mysql_port = ports[0], ports[1]
+        pgsql_ports = (ports[2], ports[3]) if pgsql else None
         self.real_datadir.mkdir(parents=True, exist_ok=True)
         for value in (ADMIN_USER, ADMIN_PASSWORD, MONITOR_USER, MONITOR_PASSWORD):
             if '"' in value or "\\" in value:
                 raise process.LabError("lab credentials must not hold quotes or backslashes")
+        admin_pgsql = (
+            "" if pgsql_ports is None else f'    pgsql_ifaces="{LOOPBACK}:{pgsql_ports[0]}"\n'
+        )
+        pgsql_section = (
+            ""
+            if pgsql_ports is None
+            else "pgsql_variables=\n{\n"
+            "    threads=1\n"
+            f'    interfaces="{LOOPBACK}:{pgsql_ports[1]}"\n'
+            "}\n"
+        )
         config = (
             f'datadir="{self.real_datadir}"\n'
             "admin_variables=\n{\n"
             f'    admin_credentials="{ADMIN_USER}:{ADMIN_PASSWORD}"\n'
             f'    mysql_ifaces="{LOOPBACK}:{admin_port}"\n'
+            f"{admin_pgsql}"
             "}\n"
             "mysql_variables=\n{\n"
             "    threads=2\n"
@@ -382,6 +472,7 @@ class ProxySQLLab:
             f'    monitor_username="{MONITOR_USER}"\n'
             f'    monitor_password="{MONITOR_PASSWORD}"\n'
             "}\n"
+            f"{pgsql_section}"
         )
         self._write_secret(self.config_path, config)
         # --initial: the ports are new on every `up`, so the config file must win over the
@@ -396,14 +487,22 @@ class ProxySQLLab:
             str(self.real_datadir),
         ]
         pid = process.spawn(argv, self.log_path, self.pid_path, cwd=self.real_datadir)
-        return EndpointState(KIND_REAL, pid, LOOPBACK, admin_port, mysql_port)
+        return EndpointState(KIND_REAL, pid, LOOPBACK, admin_port, mysql_port, binary, pgsql_ports)
 
     def _restart_real(self, binary: str, state: EndpointState) -> EndpointState:
         """Same ports, and no --initial: it starts from the proxysql.db it saved, as a real
         restart does."""
         argv = [binary, "-f", "-c", str(self.config_path), "-D", str(self.real_datadir)]
         pid = process.spawn(argv, self.log_path, self.pid_path, cwd=self.real_datadir)
-        return EndpointState(KIND_REAL, pid, LOOPBACK, state.admin_port, state.mysql_port)
+        return EndpointState(
+            KIND_REAL,
+            pid,
+            LOOPBACK,
+            state.admin_port,
+            state.mysql_port,
+            binary,
+            state.pgsql_ports,
+        )
 
     @contextlib.contextmanager
     def outage(self) -> Iterator[None]:
@@ -421,9 +520,8 @@ class ProxySQLLab:
             yield
         finally:
             with self._locked():
-                binary = find_proxysql_binary()
-                if state.kind == KIND_REAL and binary is not None:
-                    again = self._restart_real(binary, state)
+                if state.binary is not None:
+                    again = self._restart_real(state.binary, state)
                     timeout = READY_TIMEOUT_REAL
                 else:
                     again = self._start_emulator(state.admin_port)
@@ -479,6 +577,7 @@ class ProxySQLLab:
             admin_port=state.admin_port,
             mysql_port=state.mysql_port,
             version=None if version_row is None else str(version_row[0]),
+            binary=state.binary,
             mysql_servers=None if main_row is None else int(main_row[0]),
             runtime_mysql_servers=None if runtime_row is None else int(runtime_row[0]),
         )
@@ -622,6 +721,7 @@ def _describe(status: ProxySQLStatus) -> str:
     return (
         f"ProxySQL admin endpoint: kind={status.kind} pid={status.pid} "
         f"admin={status.admin_host}:{status.admin_port} mysql={mysql} version={status.version}\n"
+        f"  binary: {status.binary or '(the emulator)'}\n"
         f"  credentials: user={ADMIN_USER} password={ADMIN_PASSWORD}\n"
         f"  connect: mariadb -h{status.admin_host} -P{status.admin_port} -u{ADMIN_USER} -p\n"
         f"  mysql_servers: {status.mysql_servers} rows, "
@@ -634,7 +734,7 @@ def main(argv: list[str]) -> int:
         prog="python -m tests.lab proxysql",
         description="The lab's ProxySQL admin endpoint (real proxysql if installed, else emulator)",
     )
-    parser.add_argument("command", choices=("up", "down", "status"))
+    parser.add_argument("command", choices=("up", "down", "status", "which"))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -642,6 +742,9 @@ def main(argv: list[str]) -> int:
         return int(exc.code) if isinstance(exc.code, int) else 2
     lab = ProxySQLLab()
     try:
+        if args.command == "which":
+            print(which_line())
+            return 0
         if args.command == "up":
             started = lab.up()
             print("started" if started else "already up")
