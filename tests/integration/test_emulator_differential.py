@@ -24,8 +24,8 @@ from typing import Any
 import pymysql
 import pytest
 
-from checker_core.core.model import Change, ChangeKind, Hostgroups, Plan, ServerRow, ServerStatus
 from checker_core.core.leadership import ProxyAddress
+from checker_core.core.model import Change, ChangeKind, Hostgroups, Plan, ServerRow, ServerStatus
 from checker_core.edges import native, proxysql_peers
 from checker_core.edges.proxysql import LOAD_SERVERS, AdminClient, AdminError
 from checker_core.scheduler import (
