@@ -715,6 +715,11 @@ def switchover_command(
                 "the group's primary); nothing to release",
                 Exit.BAD_INPUT,
             )
+        if dry_run:
+            pinned = store.writer_pin(cluster.name)
+            held = f"the pin on {pinned}" if pinned is not None else "no pin"
+            click.echo(f"cluster {cluster.name}: dry run: would release {held}; nothing changed")
+            return
         try:
             store.pin_writer(cluster.name, None)
         except OSError as exc:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from checker_core.core.model import NodeAddress, ServerStatus
-from checker_core.core.verdict import State
+from checker_core.core.writers import pin_passed_over
 from checker_core.exitcodes import Exit
 from checker_core.runner import Mode, Outcome, PassResult, PassRunner
 
@@ -39,22 +39,23 @@ class Refusal:
 
 
 def refusal(result: PassResult, target: NodeAddress) -> Refusal | None:
-    """The target must be in the roster with a writer row, healthy, writable and not lagging;
-    a pass that could not judge the cluster refuses too."""
+    """What the policy says of the pass the pin would make: the target refused exactly when no
+    pass would make it the writer (not in the roster, no writer row, not healthy, may not write,
+    barred by an operator, lagging behind a node that is not), in the pass's own words; a pass
+    that could not judge the cluster refuses too."""
     decision = result.decision
-    if decision is None or decision.blind:
+    what_if = result.what_if()
+    if decision is None or decision.blind or what_if is None:
         return Refusal(f"the cluster could not be judged: {result.summary()}")
-    node = decision.roster.get(target)
-    if node is None:
+    if target not in decision.roster.addresses:
         return Refusal(f"{target} is not in the roster of cluster {result.cluster}")
-    if node.writer is None:
-        return Refusal(f"{target} has no row in the writer template: it may not write")
-    verdict = decision.verdicts[target]
-    if verdict.state is not State.HEALTHY:
-        return Refusal(f"{target} is {verdict.state.value}: {verdict.reason}")
-    if not verdict.writable:
-        return Refusal(f"{target} may not write: {verdict.reason}")
-    return None
+    pinned = what_if.pinned(target)
+    if pinned.assignment.writers[:1] == (target,):
+        return None
+    why = pin_passed_over(pinned.assignment.why_writers)
+    return Refusal(
+        why or f"the policy keeps {target} from writing: {pinned.assignment.why_writers}"
+    )
 
 
 def next_writer(result: PassResult, source: NodeAddress) -> NodeAddress | Refusal:
@@ -113,8 +114,12 @@ def switchover(
             say(f"cluster {cluster.name}: switchover to {target} refused: {refused.reason}")
             return Exit.BAD_INPUT if now.outcome is not Outcome.FAILED else Exit.FAILED
         if now.writers == (target,):
-            say(f"cluster {cluster.name}: {target} is the writer already; nothing to do")
+            if dry_run:
+                say(f"cluster {cluster.name}: {target} is the writer already; nothing to do")
+                return Exit.OK
+            # the pin still says who the next passes keep, whatever fail_back would prefer
             runner.store.pin_writer(cluster.name, target)
+            say(f"cluster {cluster.name}: {target} is the writer already; pinned there")
             return Exit.OK
         pinned = replace(cluster, preferred_writer=target)
         if dry_run:

@@ -102,6 +102,20 @@ class WhatIf:
             now=self.now,
         )
 
+    def pinned(self, target: NodeAddress) -> Decision:
+        """The pass that a switchover's pin on `target` would make now: the policy decides
+        whether the target may write, as it does for every pass the pin is in force."""
+        pinned = replace(self.cluster, preferred_writer=target)
+        return decide(
+            self.policy,
+            self.view,
+            self.probes,
+            memory=self.memory,
+            cluster=pinned,
+            in_use={},
+            now=self.now,
+        )
+
     def readiness(self, current: Decision) -> Readiness:
         """Would losing the writer, or any one node, still leave a writer and a reader?"""
         losses = []

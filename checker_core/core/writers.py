@@ -19,6 +19,65 @@ class WriterRules:
     preferred: NodeAddress | None = None
 
 
+# what a decision's why_writers says when a switchover's pin was not honoured, and why
+PIN_PASSED_OVER = "switchover pin passed over: "
+
+
+def ineligible(
+    node: NodeAddress,
+    verdicts: Mapping[NodeAddress, Verdict],
+    roster: Roster,
+    layout: LiveLayout,
+    states: tuple[State, ...],
+) -> str | None:
+    """Why `node` may not be chosen as a writer among nodes in `states`; None: it may."""
+    rn, verdict = roster.get(node), verdicts.get(node)
+    hostgroup = layout.hostgroups.writer
+    if rn is None:
+        return f"{node} is not in the roster"
+    if rn.writer is None:
+        return f"{node} has no row in the writer template: it may not write"
+    if verdict is None:
+        return f"{node} was not probed"
+    if verdict.state not in states:
+        return f"{node} is {verdict.state.value}: {verdict.reason}"
+    if not verdict.writable:
+        return f"{node} may not write: {verdict.reason}"
+    if layout.blocked(node, hostgroup):
+        return (
+            f"{node} is barred from writer hostgroup {hostgroup} (an operator's OFFLINE_HARD row)"
+        )
+    return None
+
+
+def pin_refusal(
+    node: NodeAddress,
+    verdicts: Mapping[NodeAddress, Verdict],
+    roster: Roster,
+    layout: LiveLayout,
+    serving: tuple[State, ...],
+) -> str | None:
+    """Why a switchover's pin may not make `node` the writer now; None: it may. The pin wins
+    over weights and fail_back, never over this: the node must be a serving writer candidate,
+    and a lagging one never displaces a node that could write without lagging."""
+    refused = ineligible(node, verdicts, roster, layout, serving)
+    if refused is not None:
+        return refused
+    verdict = verdicts[node]
+    if verdict.state is not State.LAGGING:
+        return None
+    better = [
+        n
+        for n in (*layout.writers, *roster.addresses)
+        if n != node
+        and ineligible(n, verdicts, roster, layout, serving) is None
+        and verdicts[n].state is not State.LAGGING
+    ]
+    if better:
+        return f"{node} is lagging: {verdict.reason}"
+    return None
+
+
 def writers_by_weight(
     verdicts: Mapping[NodeAddress, Verdict],
     roster: Roster,
@@ -49,15 +108,7 @@ def writers_by_weight(
         return (lagging, off_segment, -weight(node), node.host, node.port)
 
     def candidate(node: NodeAddress, states: tuple[State, ...]) -> bool:
-        rn, verdict = roster.get(node), verdicts.get(node)
-        return (
-            rn is not None
-            and rn.writer is not None
-            and verdict is not None
-            and verdict.state in states
-            and verdict.writable
-            and not layout.blocked(node, writer_hostgroup)
-        )
+        return ineligible(node, verdicts, roster, layout, states) is None
 
     # a writer whose bad probe is still tolerated (retry_down), or whose silence the pass does
     # not count, keeps the role
@@ -74,10 +125,13 @@ def writers_by_weight(
         (n for n in roster.addresses if n not in layout.writers and candidate(n, serving)), key=rank
     )
     limit = rules.max_writers
-    pinned = rules.preferred
-    if pinned is not None and candidate(pinned, serving):
-        rest = [n for n in held + current + others if n != pinned]
-        return tuple([pinned, *rest][:limit]), f"chosen by switchover ({pinned})"
+    pinned, passed_over = rules.preferred, ""
+    if pinned is not None:
+        refused = pin_refusal(pinned, verdicts, roster, layout, serving)
+        if refused is None:
+            rest = [n for n in held + current + others if n != pinned]
+            return tuple([pinned, *rest][:limit]), f"chosen by switchover ({pinned})"
+        passed_over = f"; {PIN_PASSED_OVER}{refused}"
     if rules.fail_back:
         ranked = sorted(current + others, key=rank)
         writers = (held + ranked)[:limit]
@@ -91,13 +145,21 @@ def writers_by_weight(
         )
     if writers:
         chosen_now = [n for n in writers if n not in layout.writers]
-        return tuple(writers), how + _passed_over(chosen_now, others, verdicts, weight)
+        how += _passed_over(chosen_now, others, verdicts, weight)
+        return tuple(writers), how + passed_over
     spare = sorted((n for n in roster.addresses if candidate(n, last_resort)), key=rank)
     if spare:
         kept = [n for n in spare if n in layout.writers]
         chosen = (kept + [n for n in spare if n not in kept])[:limit]
-        return tuple(chosen), "last resort: no healthy writable node"
-    return (), "no usable writable node"
+        return tuple(chosen), "last resort: no healthy writable node" + passed_over
+    return (), "no usable writable node" + passed_over
+
+
+def pin_passed_over(why_writers: str) -> str | None:
+    """Why the decision did not give the pinned node the writer role (None: it did, or there
+    was no pin), in the policy's own words."""
+    _, found, why = why_writers.partition(PIN_PASSED_OVER)
+    return why if found else None
 
 
 def _passed_over(

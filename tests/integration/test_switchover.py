@@ -126,3 +126,40 @@ def test_switchover_from_the_writer_chooses_the_next_as_a_failover_would(
     assert wrong.code == 2
     assert f"{n2} is not the writer; the writer is {n1}" in wrong.stdout
     assert snapshot(rig) == before
+
+
+def test_a_dry_run_changes_nothing_anywhere(rig: Rig, nodes: list[NodeAddress]) -> None:
+    """No pin written for the current writer, none removed by --release: a later failure of the
+    writer must not fail back because a dry run was typed."""
+    n1, n2, _ = nodes
+    rig.passes(1)
+    pin = rig.state_dir / "galera.lab.writer"
+    state = sorted(p.name for p in rig.state_dir.iterdir())
+    dry = rig.run("switchover", f"--to={n1}", "--dry-run")
+    assert dry.code == 0, dry.stdout + dry.stderr
+    assert not pin.exists()
+    assert sorted(p.name for p in rig.state_dir.iterdir()) == state
+    pin.write_text(f"{n2}\n")
+    released = rig.run("switchover", "--release", "--dry-run")
+    assert released.code == 0, released.stdout + released.stderr
+    assert f"would release the pin on {n2}; nothing changed" in released.stdout
+    assert pin.read_text() == f"{n2}\n"
+
+
+def test_a_target_the_operator_barred_is_refused(rig: Rig, nodes: list[NodeAddress]) -> None:
+    """An operator's OFFLINE_HARD row in the writer hostgroup bars the node from writing (S5): the
+    switchover refuses it at once, leaves no pin, and changes nothing."""
+    n3 = nodes[2]
+    rig.passes(1)
+    rig.admin.execute(
+        "REPLACE INTO mysql_servers (hostgroup_id, hostname, port, status) "
+        "VALUES (%s, %s, %s, 'OFFLINE_HARD')",
+        (HG.writer, n3.host, n3.port),
+    )
+    rig.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
+    before = snapshot(rig)
+    result = rig.run("switchover", f"--to={n3}")
+    assert result.code == 2, result.stdout + result.stderr
+    assert f"switchover to {n3} refused: {n3} is barred from writer hostgroup" in result.stdout
+    assert not (rig.state_dir / "galera.lab.writer").exists()
+    assert snapshot(rig) == before

@@ -195,3 +195,49 @@ def test_a_pinned_writer_is_preferred_over_weight_and_fail_back() -> None:
     assert down.assignment.writers == (N1,), "a pinned node that may not write is passed over"
     stranger = run(steady(N1), preferred_writer=Node("127.0.0.1", 9))
     assert stranger.assignment.writers == (N1,)
+
+
+def test_a_lagging_pinned_node_does_not_take_the_writer_back_from_a_healthy_one() -> None:
+    """The switchover refuses a lagging target; the pin it left obeys the same rule: a pinned
+    node whose queue is over the limit never displaces a writer that does not lag, and takes the
+    role again once it has caught up."""
+    queue = {"wsrep_local_recv_queue": "2500"}
+    lagging = run(
+        steady(N1), {N3: probe_ok(N3, **queue)}, max_transactions_behind=10, preferred_writer=N3
+    )
+    assert lagging.verdicts[N3].state is State.LAGGING
+    assert lagging.assignment.writers == (N1,)
+    assert hostgroup_members(lagging, HG.writer) == {N1}
+    caught_up = run(steady(N1), max_transactions_behind=10, preferred_writer=N3)
+    assert caught_up.assignment.writers == (N3,)
+    alone = run(
+        steady(N3),
+        {N1: probe_down(N1), N2: probe_down(N2), N3: probe_ok(N3, **queue)},
+        max_transactions_behind=10,
+        preferred_writer=N3,
+    )
+    assert alone.assignment.writers == (N3,), "a lagging node is still better than no writer"
+
+
+# -------------------------------------------------- a switchover decided by the policy
+
+
+def test_a_switchover_refuses_what_no_pass_would_do_in_the_pass_own_words() -> None:
+    """The target is judged by the decision the pin would make: a barred node (an operator's
+    OFFLINE_HARD row in the writer hostgroup) is refused, as a pass with the pin would pass it
+    over (the lagging case: test_a_lagging_pinned_node_...); a healthy one is accepted."""
+    from checker_core.switchover import refusal
+    from tests.unit.daemon_cases import galera_pass
+
+    barred_row = placed(N3, HG.writer, ServerStatus.OFFLINE_HARD)
+    barred = galera_pass([*steady(N1), barred_row])
+    found = refusal(barred, N3)
+    assert found is not None
+    assert "barred from writer hostgroup" in found.reason, found.reason
+    pinned = barred.what_if()
+    assert pinned is not None
+    assert pinned.pinned(N3).assignment.writers == (N1,), "a pass with the pin agrees"
+
+    assert refusal(galera_pass(steady(N1)), N3) is None
+    unknown = refusal(barred, NodeAddress("127.0.0.1", 9))
+    assert unknown is not None and "not in the roster" in unknown.reason
