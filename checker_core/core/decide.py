@@ -58,8 +58,8 @@ class Decision:
     plan: Plan
     memory: Mapping[NodeAddress, NodeMemory]
     sight: PassSight = CLEAR
-    # what to remember when the plan is not loaded (paused, standby, deferred): a drain starts
-    # only with the LOAD that makes the writer OFFLINE_SOFT, so no drain clock runs before it
+    # what to remember when the plan is not loaded (paused, standby, deferred): each node on the
+    # side it is live on, and no drain clock before the LOAD that makes the writer OFFLINE_SOFT
     unloaded_memory: Mapping[NodeAddress, NodeMemory] = field(default_factory=dict)
 
     @property
@@ -168,11 +168,14 @@ def decide(
             remembered[node],
             drain_since=(since if since is not None else now) if draining else None,
         )
-    # a pass that loads nothing changes no drain: live drains keep the clock they had
+    # a pass that loads nothing (paused, standby, deferred) changes nothing it would have to
+    # undo: every node stays on the side ProxySQL routes it on now, whatever this pass would
+    # have moved (the streaks still count the probes), and live drains keep the clock they had
     live_drains = {n for _, n in layout.drains}
     unloaded = {
         node: replace(
             kept,
+            routable=layout.routed(node),
             drain_since=memory[node].drain_since
             if node in live_drains and node in memory
             else None,

@@ -241,3 +241,30 @@ def test_a_switchover_refuses_what_no_pass_would_do_in_the_pass_own_words() -> N
     assert refusal(galera_pass(steady(N1)), N3) is None
     unknown = refusal(barred, NodeAddress("127.0.0.1", 9))
     assert unknown is not None and "not in the roster" in unknown.reason
+
+
+# -------------------------------------------------- a pass that does not load
+
+
+def test_pause_restart_the_writer_resume_keeps_the_healthy_writer(tmp_path: Path) -> None:
+    """With retry_up = 3: pause; the writer restarts (refused, then healthy again); resume. The
+    paused passes loaded nothing, so ProxySQL still routes to the writer, and the first pass
+    after the resume must not demote it for counters of a plan that never went live."""
+    from dataclasses import replace
+
+    runner = galera_runner(tmp_path)
+    admin = MemoryAdmin([*templates(), *steady(N1)])
+    prober = ScriptedProber()
+    runner._admin, runner.prober = admin, prober  # type: ignore[assignment]
+    cluster = replace(runner.settings.clusters[0], retry_up=3, retry_down=0)
+    assert runner.run(cluster, Mode.APPLY).outcome is Outcome.UNCHANGED
+    runner.store.pause(cluster.name, "maintenance")
+    prober.facts[N1] = {"wsrep_ready": "OFF", "wsrep_cluster_status": "non-Primary"}
+    assert runner.run(cluster, Mode.APPLY).outcome is Outcome.PAUSED
+    del prober.facts[N1]
+    assert runner.run(cluster, Mode.APPLY).outcome is Outcome.PAUSED
+    runner.store.resume(cluster.name)
+    resumed = runner.run(cluster, Mode.APPLY)
+    assert resumed.outcome is Outcome.UNCHANGED, resumed.summary()
+    assert resumed.writers == (N1,)
+    assert {r.node for r in admin.runtime.values() if r.hostgroup_id == HG.writer} == {N1}
