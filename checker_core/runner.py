@@ -196,7 +196,22 @@ class PassResult:
 
     @property
     def writers(self) -> tuple[NodeAddress, ...]:
+        """The writers this pass decided on (its plan's, loaded or not)."""
         return self.decision.assignment.writers if self.decision else ()
+
+    @property
+    def plan_live(self) -> bool:
+        """ProxySQL routes as the decision says: loaded, nothing to load, or kept (blind)."""
+        loaded = self.applied is not None and self.applied.loaded
+        return loaded or self.outcome in (Outcome.CHANGED, Outcome.UNCHANGED, Outcome.BLIND)
+
+    @property
+    def routed_writers(self) -> tuple[NodeAddress, ...]:
+        """The writers ProxySQL routes to after this pass: the plan's once it is live, else
+        the ones it had (a paused, standby or deferred pass, a failed LOAD, a dry run)."""
+        if self.plan_live or self.layout is None:
+            return self.writers
+        return tuple(self.layout.writers)
 
     def what_if(self) -> WhatIf | None:
         """The pass's inputs, to ask what other failures would lead to (loaded on demand)."""
@@ -233,13 +248,16 @@ class PassResult:
         head = f"cluster {self.cluster}: "
         if self.decision is None:
             return head + self.message
-        before = self.layout.writers if self.layout else ()
+        before = tuple(self.layout.writers) if self.layout else ()
         writers = ", ".join(map(str, self.writers)) or "none"
-        if tuple(before) != tuple(self.writers):
-            was = ", ".join(map(str, before)) or "none"
+        was = ", ".join(map(str, before)) or "none"
+        if before == tuple(self.writers):
+            writer_text = f"writer {writers}"
+        elif self.plan_live or self.outcome is Outcome.PLANNED:
             writer_text = f"writer {writers} (was {was})"
         else:
-            writer_text = f"writer {writers}"
+            # nothing went live: ProxySQL still routes to the writer it had
+            writer_text = f"writer {was} (planned {writers})"
         changes = len(self.decision.plan.changes)
         if self.outcome is Outcome.CHANGED:
             action = f"{changes} change(s) loaded" if changes else "roster loaded, no other change"

@@ -66,8 +66,8 @@ def next_writer(result: PassResult, source: NodeAddress) -> NodeAddress | Refusa
     what_if = result.what_if()
     if result.decision is None or result.decision.blind or what_if is None:
         return Refusal(f"the cluster could not be judged: {result.summary()}")
-    if result.writers != (source,):
-        writers = ", ".join(map(str, result.writers)) or "none"
+    if result.routed_writers != (source,):
+        writers = ", ".join(map(str, result.routed_writers)) or "none"
         return Refusal(f"{source} is not the writer; the writer is {writers}")
     after = what_if.decision({source: Assumed.DOWN})
     if not after.assignment.writers:
@@ -113,7 +113,7 @@ def switchover(
         if refused is not None:
             say(f"cluster {cluster.name}: switchover to {target} refused: {refused.reason}")
             return Exit.BAD_INPUT if now.outcome is not Outcome.FAILED else Exit.FAILED
-        if now.writers == (target,):
+        if now.routed_writers == (target,):
             if dry_run:
                 say(f"cluster {cluster.name}: {target} is the writer already; nothing to do")
                 return Exit.OK

@@ -74,7 +74,7 @@ def watched_writers(results: Sequence[PassResult], policy: Policy) -> tuple[Watc
     for result in results:
         if result.decision is None or result.decision.blind:
             continue
-        asked = result.writers or tuple(result.decision.roster.addresses)
+        asked = result.routed_writers or tuple(result.decision.roster.addresses)
         for node in asked:
             probe = result.probes.get(node)
             if probe is not None and probe.answered:

@@ -268,3 +268,25 @@ def test_pause_restart_the_writer_resume_keeps_the_healthy_writer(tmp_path: Path
     assert resumed.outcome is Outcome.UNCHANGED, resumed.summary()
     assert resumed.writers == (N1,)
     assert {r.node for r in admin.runtime.values() if r.hostgroup_id == HG.writer} == {N1}
+
+
+def test_a_paused_pass_says_whom_proxysql_routes_to_and_names_the_plan_as_planned(
+    tmp_path: Path,
+) -> None:
+    from checker_core.report import status_record
+
+    runner = galera_runner(tmp_path)
+    admin = MemoryAdmin([*templates(), *steady(N1)])
+    prober = ScriptedProber()
+    runner._admin, runner.prober = admin, prober  # type: ignore[assignment]
+    cluster = runner.settings.clusters[0]
+    runner.store.pause(cluster.name, "maintenance")
+    prober.facts[N1] = {"wsrep_reject_queries": "ALL"}
+    paused = runner.run(cluster, Mode.APPLY)
+    assert paused.outcome is Outcome.PAUSED
+    assert f"writer {N1} (planned {N2})" in paused.summary()
+    assert "(was" not in paused.summary()
+    assert paused.routed_writers == (N1,) and paused.writers == (N2,)
+    document = status_record(paused, HG)
+    assert document["writers"] == [str(N1)]
+    assert document["planned_writers"] == [str(N2)]
