@@ -549,7 +549,13 @@ class PassRunner:
         progress.state_failed(self.store.owe_save(cluster, owed))
 
     def _finish(self, progress: PassProgress, outcome: Outcome, message: str) -> PassResult:
-        return progress.result(outcome, message, self.monotonic())
+        now = self.monotonic()
+        limit_ms = self.settings.run.max_runtime_ms
+        spent_ms = (now - progress.started) * 1000
+        if spent_ms > limit_ms and outcome is not Outcome.BUSY:
+            # whatever ran long (a slow node action, a lost alarm), the pass says so
+            progress.warn(f"the pass took {spent_ms:.0f} ms, over run.max_runtime_ms ({limit_ms})")
+        return progress.result(outcome, message, now)
 
     def _guarded(self, cluster: ClusterSettings, mode: Mode, progress: PassProgress) -> PassResult:
         """The pass under its deadline, with every failure turned into an outcome made from what

@@ -46,6 +46,7 @@ EVICT_SQL = "SET GLOBAL wsrep_provider_options = %s"
 # a node still refused is looked for in the survivors' view again after this (an eviction that
 # did not take is retried; a node out of the view costs one query per this many seconds)
 RETRY_S = 5.0
+PAST_DEADLINE = "the pass's deadline (run.max_runtime_ms) came first; the next pass goes on"
 
 
 class GaleraActions:
@@ -59,10 +60,16 @@ class GaleraActions:
         self.known: dict[str, dict[NodeAddress, str]] = {}
         # when each refused node was last looked for in the survivors' view
         self.tried: dict[tuple[str, NodeAddress], float] = {}
+        self._deadline = 0.0  # monotonic: when this pass's actions must be done
+
+    def _left(self) -> float:
+        return self._deadline - self.monotonic()
 
     def after_pass(self, after: AfterPass) -> ActionsDone:
         if not after.cluster.evict_dead_nodes:
             return ActionsDone()  # nothing learnt or asked: a pass without eviction pays nothing
+        # one deadline for all of it: every connect gets what is left, never the whole budget
+        self._deadline = self.monotonic() + after.budget_s
         cluster = after.cluster.name
         known = self.known.setdefault(cluster, {})
         known.update(identities(after.probes))
@@ -86,15 +93,21 @@ class GaleraActions:
             key = (cluster, eviction.node)
             if now - self.tried.get(key, -RETRY_S) < RETRY_S:
                 continue  # asked a moment ago: a dead node refuses pass after pass
+            if self._left() <= 0:
+                failed.append(f"eviction of {eviction.node} not done: {PAST_DEADLINE}")
+                continue
             self.tried[key] = now
-            text, uuid = self._evict(eviction, after.node_admin, after.budget_s)
+            text, uuid = self._evict(eviction, after.node_admin)
             if uuid is not None:
                 done += 1
                 ours.add(uuid)
             if text:
                 (said if uuid is not None else failed).append(text)
         for clearing in clear:
-            text, cleared = self._clear(clearing, after.node_admin, after.budget_s)
+            if self._left() <= 0:
+                failed.append(f"clearing the eviction list of {clearing.node}: {PAST_DEADLINE}")
+                continue
+            text, cleared = self._clear(clearing, after.node_admin)
             (said if cleared else failed).append(text)
             if cleared:
                 ours -= set(clearing.uuids)
@@ -115,18 +128,17 @@ class GaleraActions:
         if not ours or not listed or survivor is None:
             return ours
         try:
-            with self.connect(after.node_admin, survivor, timeout_s=after.budget_s) as conn:
+            with self.connect(after.node_admin, survivor, timeout_s=self._left()) as conn:
                 return set(_members(conn))
         except Exception:  # asked again by the next pass
             return ours
 
-    def _evict(
-        self, eviction: Eviction, account: Endpoint | None, budget_s: float
-    ) -> tuple[str | None, str | None]:
+    def _evict(self, eviction: Eviction, account: Endpoint | None) -> tuple[str | None, str | None]:
         """(what to say, the uuid evicted); nothing to say when the node already left."""
         node, survivor = eviction.node, eviction.survivor
+        untold: list[NodeAddress] = []
         try:
-            with self.connect(account, survivor, timeout_s=budget_s) as conn:
+            with self.connect(account, survivor, timeout_s=self._left()) as conn:
                 members = _members(conn)
                 uuid = member_to_evict(eviction, members)
                 if uuid is None:
@@ -136,9 +148,12 @@ class GaleraActions:
             for other in eviction.others:
                 # the others agree on the new view at once only when told too; one that cannot
                 # be told still drops the member at its own suspect_timeout
+                if self._left() <= 0:
+                    untold.append(other)
+                    continue
                 with (
                     contextlib.suppress(Exception),
-                    self.connect(account, other, timeout_s=budget_s) as conn,
+                    self.connect(account, other, timeout_s=self._left()) as conn,
                 ):
                     _evict_on(conn, uuid)
                     told.append(other)
@@ -150,24 +165,26 @@ class GaleraActions:
                 "the cluster evicts it by itself after evs.suspect_timeout",
                 None,
             )
+        late = f"; {', '.join(map(str, untold))} not told: {PAST_DEADLINE}" if untold else ""
         return (
             f"evicted {node} (gcomm uuid {uuid}) through {', '.join(map(str, told))}: "
-            f"{eviction.reason}",
+            f"{eviction.reason}{late}",
             uuid,
         )
 
-    def _clear(
-        self, clearing: Clearing, account: Endpoint | None, budget_s: float
-    ) -> tuple[str, bool]:
+    def _clear(self, clearing: Clearing, account: Endpoint | None) -> tuple[str, bool]:
         node = clearing.node
         try:
-            with self.connect(account, node, timeout_s=budget_s) as conn, conn.cursor() as cur:
+            with (
+                self.connect(account, node, timeout_s=self._left()) as conn,
+                conn.cursor() as cur,
+            ):
                 cur.execute(EVICT_SQL, ("evs.evict=",))
         except Exception as exc:  # retried by the next pass: the entries are still listed
             return f"clearing the eviction list of {node} failed ({describe_error(exc)})", False
         return (
-            f"cleared the eviction list of {node} ({', '.join(clearing.uuids)}): "
-            "the roster is whole and Synced again",
+            f"cleared the eviction list of {node} ({', '.join(clearing.uuids)}): the evicted "
+            "member is out of the view, so its next process may join",
             True,
         )
 

@@ -201,3 +201,29 @@ def test_the_member_is_found_by_its_uuid_else_by_its_address() -> None:
     assert member_to_evict(known, view) == "u-1"
     assert member_to_evict(unknown, view) == "u-9"
     assert member_to_evict(known, {"u-2": "x"}) is None
+
+
+@pytest.mark.parametrize(("answer_s", "asked"), [(0.7, 2), (1.1, 1)])
+def test_the_actions_keep_to_the_pass_deadline(tmp_path: Path, answer_s: float, asked: int) -> None:
+    """Slow survivors: each connect is given what is left of the pass's 1 s budget, never the
+    whole of it, and a survivor the deadline leaves no time for is not told, which the line
+    says."""
+    log: list[tuple[str, object]] = []
+    clock = [100.0]
+    given: list[float] = []
+    members = {"u-1": "127.0.0.1:3311", "u-2": "x", "u-3": "y"}
+
+    @contextlib.contextmanager
+    def slow(account: object, node: NodeAddress, *, timeout_s: float) -> Iterator[Recorded]:
+        given.append(round(timeout_s, 3))
+        clock[0] += answer_s
+        log.append(("connect", node))
+        yield Recorded(members, log)
+
+    actions = GaleraActions(slow, lambda: clock[0])
+    actions.known["main"] = {N1: "u-1"}
+    done = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
+    assert done.evictions == 1
+    assert given == [1.0, round(1.0 - answer_s, 3)][:asked]
+    late = f"{N3} not told: the pass's deadline (run.max_runtime_ms) came first"
+    assert (late in done.said[0]) == (asked == 1), done.said

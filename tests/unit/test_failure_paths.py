@@ -290,3 +290,32 @@ def test_a_paused_pass_says_whom_proxysql_routes_to_and_names_the_plan_as_planne
     document = status_record(paused, HG)
     assert document["writers"] == [str(N1)]
     assert document["planned_writers"] == [str(N2)]
+
+
+def test_no_path_swallows_the_pass_deadline(tmp_path: Path) -> None:
+    """Node actions that run past run.max_runtime_ms (slow survivors of an eviction) leave the
+    pass's outcome as it is, and the pass says it overran."""
+    import time
+
+    from checker_core.runner import ActionsDone, AfterPass, CheckerKind, PassRunner
+    from galera_checker.policy import GaleraPolicy
+
+    base = galera_runner(tmp_path)
+    late = [0.0]
+
+    class Slow:
+        def after_pass(self, after: AfterPass) -> ActionsDone:
+            late[0] += 2.7  # three slow survivors
+            return ActionsDone(("evicted someone",))
+
+    kind = CheckerKind(base.kind.checker, GaleraPolicy(), repr, actions=Slow())
+    runner = PassRunner(base.settings, kind)
+    runner._admin, runner.prober = MemoryAdmin([*templates(), *steady(N1)]), ScriptedProber()  # type: ignore[assignment]
+    runner.monotonic = lambda: time.monotonic() + late[0]
+    result = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    assert result.outcome is Outcome.UNCHANGED
+    limit = runner.settings.run.max_runtime_ms
+    assert any(
+        w.startswith("the pass took 27") and w.endswith(f"over run.max_runtime_ms ({limit})")
+        for w in result.warnings
+    ), result.warnings
