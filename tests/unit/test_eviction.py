@@ -220,7 +220,7 @@ def test_the_actions_keep_to_the_pass_deadline(tmp_path: Path, answer_s: float, 
         log.append(("connect", node))
         yield Recorded(members, log)
 
-    actions = GaleraActions(slow, lambda: clock[0])
+    actions = GaleraActions(slow, lambda: clock[0])  # type: ignore[arg-type]
     actions.known["main"] = {N1: "u-1"}
     done = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
     assert done.evictions == 1
