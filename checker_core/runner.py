@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from checker_core.core.decide import ClusterView, Decision, Policy, decide, view_of
 from checker_core.core.leadership import ALONE, Leadership, NotAPeer, ProxyAddress, Role
-from checker_core.core.model import BadRow, ClusterRows, NodeAddress
+from checker_core.core.model import BadRow, ClusterRows, Hostgroups, NodeAddress, sort_rows
 from checker_core.core.probes import ProbeResult
 from checker_core.core.roster import BadRows, LiveLayout
 from checker_core.edges.backend import PendingProbes, ProbeFn, Prober
@@ -545,6 +545,22 @@ class PassRunner:
         for failed in done.failed:
             progress.warn(failed)
 
+    def _repair_staging(
+        self, admin: AdminClient, rows: ClusterRows, hostgroups: Hostgroups, progress: PassProgress
+    ) -> None:
+        """Staging rows of the managed hostgroups that differ from what is live (a pass that
+        died between its writes and its LOAD) are put back to what is live, without a LOAD."""
+        from checker_core.core.roster import live_intent
+
+        intent = live_intent(rows, hostgroups)
+        if sort_rows(rows.staged(hostgroups.managed)) == intent:
+            return
+        written = admin.stage(hostgroups.managed, intent, writer=hostgroups.writer)
+        progress.warn(
+            f"staging rows that differed from what is live (a pass cut short before its LOAD) "
+            f"put back to what is live ({written} statement(s)), nothing loaded"
+        )
+
     def _owe_save(self, progress: PassProgress, cluster: str, owed: bool) -> None:
         progress.state_failed(self.store.owe_save(cluster, owed))
 
@@ -712,18 +728,21 @@ class PassRunner:
         if mode is not Mode.APPLY:
             self._act_on_nodes(progress, cluster, acting=False)
             return self._finish(progress, Outcome.PLANNED, "planned")
+        held: tuple[Outcome, str] | None = None
+        paused = self.store.paused(cluster.name)
         if not leadership.acts:
             # never a LOAD from a standby, even when its proxy's rows differ: two LOADs on two
             # peers in the same second split a ProxySQL Cluster for good
+            held = (Outcome.STANDBY, leadership.reason)
+        elif leadership.load_wait and decision.plan.needs_load:
+            held = (Outcome.DEFERRED, leadership.load_wait)
+        elif paused is not None:
+            held = (Outcome.PAUSED, f"paused by {paused}")
+        if held is not None:
+            # nothing goes live, and nothing is left for someone else's LOAD to make live
+            self._repair_staging(admin, rows, hostgroups, progress)
             progress.remember(self.store, cluster.name, decision.unloaded_memory)
-            return self._finish(progress, Outcome.STANDBY, leadership.reason)
-        if leadership.load_wait and decision.plan.needs_load:
-            progress.remember(self.store, cluster.name, decision.unloaded_memory)
-            return self._finish(progress, Outcome.DEFERRED, leadership.load_wait)
-        paused = self.store.paused(cluster.name)
-        if paused is not None:
-            progress.remember(self.store, cluster.name, decision.unloaded_memory)
-            return self._finish(progress, Outcome.PAUSED, f"paused by {paused}")
+            return self._finish(progress, *held)
         applied = admin.apply(
             decision.plan, persist, rows.staging, save_owed=save_owed, on_load=progress.mark_loaded
         )
