@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.verdict import State, Verdict
+from checker_core.core.writers import barred
 from checker_core.runner import Outcome, PassResult
 from gr_checker.policy import GrFacts
 
@@ -39,7 +40,7 @@ class Why(enum.Enum):
     NO_NODE_ADMIN = "no [node_admin] account is configured"
     NOT_JUDGED = "the group could not be judged"
     NOT_IN_ROSTER = "not in the roster"
-    NO_WRITER_ROW = "no row in the writer template"
+    BARRED = "barred from the writer hostgroup by an operator"
     MULTI_PRIMARY = "the group is multi-primary"
     NO_PRIMARY = "no writable primary"
     NOT_PRIMARY = "not the primary"
@@ -128,9 +129,10 @@ def check(
 ) -> Move | Refusal | NodeAddress:
     """The move to `target`, the refusal, or the target itself when it is the primary already.
 
-    The target must be in the roster with a writer row and be an ONLINE SECONDARY that the
-    majority sees ONLINE, not lagging; the group single-primary with a writable primary; and
-    the [node_admin] account configured (it runs the call)."""
+    The target must be in the roster, not barred from the writer hostgroup by an operator, and
+    an ONLINE SECONDARY that the majority sees ONLINE, not lagging (a writer row is not needed:
+    the checker routes writes to the member the group elects); the group single-primary with a
+    writable primary; and the [node_admin] account configured (it runs the call)."""
     if not node_admin:
         return Refusal(
             Why.NO_NODE_ADMIN,
@@ -147,14 +149,18 @@ def check(
         return Refusal(
             Why.NOT_IN_ROSTER, f"{target} is not in the roster of cluster {result.cluster}"
         )
-    if node.writer is None:
-        return Refusal(
-            Why.NO_WRITER_ROW,
-            f"{target} has no row in the writer template: the checker would not route writes "
-            "to it as primary",
-        )
     if target == source:
         return target
+    # the policy routes writes to whichever member the group elects (R4), writer row or not,
+    # except one an operator barred from the writer hostgroup (S5): exactly what it refuses
+    layout = result.layout
+    refused_by_operator = barred(target, layout) if layout is not None else None
+    if refused_by_operator is not None:
+        return Refusal(
+            Why.BARRED,
+            f"{refused_by_operator}: as primary it would get no writes, and the writer "
+            "hostgroup would be left empty",
+        )
     verdict = decision.verdicts.get(target)
     facts = _facts(result, target)
     refused = _unfit(target, verdict, facts)
@@ -201,8 +207,8 @@ def successor(
     if not fit:
         return Refusal(
             Why.NO_CANDIDATE,
-            f"no member may take over from {source}: none is a healthy ONLINE SECONDARY with "
-            "a writer row",
+            f"no member may take over from {source}: none is a healthy ONLINE SECONDARY the "
+            "operator has not barred from the writer hostgroup",
         )
     return fit
 

@@ -32,7 +32,6 @@ def ineligible(
 ) -> str | None:
     """Why `node` may not be chosen as a writer among nodes in `states`; None: it may."""
     rn, verdict = roster.get(node), verdicts.get(node)
-    hostgroup = layout.hostgroups.writer
     if rn is None:
         return f"{node} is not in the roster"
     if rn.writer is None:
@@ -43,6 +42,12 @@ def ineligible(
         return f"{node} is {verdict.state.value}: {verdict.reason}"
     if not verdict.writable:
         return f"{node} may not write: {verdict.reason}"
+    return barred(node, layout)
+
+
+def barred(node: NodeAddress, layout: LiveLayout) -> str | None:
+    """Why an operator's row keeps `node` from writing (rule S5); None: nothing does."""
+    hostgroup = layout.hostgroups.writer
     if layout.blocked(node, hostgroup):
         return (
             f"{node} is barred from writer hostgroup {hostgroup} (an operator's OFFLINE_HARD row)"

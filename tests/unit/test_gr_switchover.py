@@ -3,15 +3,16 @@ given pass results), whom the group would elect for --from, and the dry-run's st
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from checker_core.core.decide import decide, view_of
-from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, sort_rows
+from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, ServerStatus, sort_rows
 from checker_core.core.probes import ProbeFailure, ProbeResult
+from checker_core.core.roster import LiveLayout
 from checker_core.runner import Outcome, PassResult
 from checker_core.switchover import Refusal as GaleraRefusal
 from checker_core.switchover import next_writer
@@ -37,13 +38,14 @@ OUTSIDER = NodeAddress("127.0.0.1", 9)
 def result(
     probes: Mapping[NodeAddress, ProbeResult],
     writer_weights: Mapping[NodeAddress, int] | None = None,
+    operator_rows: Sequence[ServerRow] = (),
     **cluster: object,
 ) -> PassResult:
     """A status pass over the lab-like roster (every member with a writer row unless told)."""
     weights = dict.fromkeys(MEMBERS, 100) if writer_weights is None else writer_weights
     rows = [ServerRow(HG.config_writer, n.host, n.port, weight=w) for n, w in weights.items()]
     rows += [ServerRow(HG.config_reader, n.host, n.port, weight=100) for n in MEMBERS]
-    runtime = sort_rows([*rows, *steady()])
+    runtime = sort_rows([*rows, *steady(), *operator_rows])
     settings = cluster_settings(**cluster)
     decision = decide(
         GroupReplicationPolicy(),
@@ -54,7 +56,10 @@ def result(
         in_use={},
         now=100.0,
     )
-    return PassResult("lab", "p", Outcome.PLANNED, 1.0, "planned", decision, probes=probes)
+    layout = LiveLayout.of(ClusterRows(runtime, runtime), HG)
+    return PassResult(
+        "lab", "p", Outcome.PLANNED, 1.0, "planned", decision, layout=layout, probes=probes
+    )
 
 
 def stopped(node: NodeAddress) -> ProbeResult:
@@ -112,6 +117,7 @@ class Case:
     settings: dict[str, object] = field(default_factory=dict)
     weights: dict[NodeAddress, int] | None = None
     node_admin: bool = True
+    operator_rows: tuple[ServerRow, ...] = ()
 
 
 LAGGING_M2 = group_with(m2=facts(M2, view(M1), queue=50))
@@ -131,12 +137,12 @@ REFUSALS = [
     Case("no node_admin", healthy_group(), M2, Why.NO_NODE_ADMIN, "node_admin:", node_admin=False),
     Case("not in roster", healthy_group(), OUTSIDER, Why.NOT_IN_ROSTER, "roster"),
     Case(
-        "no writer row",
+        "barred by an operator",
         healthy_group(),
         M2,
-        Why.NO_WRITER_ROW,
-        "writer template",
-        weights={M1: 100, M3: 100},
+        Why.BARRED,
+        f"{M2} is barred from writer hostgroup {HG.writer} (an operator's OFFLINE_HARD row)",
+        operator_rows=(ServerRow(HG.writer, M2.host, M2.port, status=ServerStatus.OFFLINE_HARD),),
     ),
     Case("election under way", primary_in_brownout(), M3, Why.NO_PRIMARY, "brownout"),
     Case(
@@ -152,7 +158,9 @@ REFUSALS = [
 @pytest.mark.parametrize("case", REFUSALS, ids=[c.name for c in REFUSALS])
 def test_refusals(case: Case) -> None:
     found = check(
-        result(case.probes, case.weights, **case.settings), case.target, node_admin=case.node_admin
+        result(case.probes, case.weights, case.operator_rows, **case.settings),
+        case.target,
+        node_admin=case.node_admin,
     )
     assert isinstance(found, Refusal), found
     assert found.why is case.why
@@ -165,6 +173,18 @@ def test_a_healthy_secondary_may_take_over() -> None:
     # a backlog under no limit (max_transactions_behind = 0) is no refusal: the hold covers it
     backlog = group_with(m2=facts(M2, view(M1), queue=500))
     assert isinstance(check(result(backlog), M2, node_admin=True), Move)
+
+
+def test_a_secondary_without_a_writer_row_may_take_over_as_the_group_would_elect_it() -> None:
+    """After `adopt` only the primary has a writer row; the checker routes writes to whichever
+    member the group elects, so the switchover accepts what an election would be followed to,
+    and --from lists every fit secondary; a barred one is left out."""
+    adopted = result(healthy_group(), {M1: 100})
+    assert check(adopted, M2, node_admin=True) == Move(M1, M2, UUID[M2])
+    assert successor(adopted, M1, node_admin=True) == [M2, M3]
+    hard = ServerRow(HG.writer, M3.host, M3.port, status=ServerStatus.OFFLINE_HARD)
+    barred_m3 = result(healthy_group(), {M1: 100}, [hard])
+    assert successor(barred_m3, M1, node_admin=True) == [M2]
 
 
 def test_the_primary_itself_is_nothing_to_do() -> None:
