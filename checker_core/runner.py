@@ -568,7 +568,8 @@ class PassRunner:
         now = self.monotonic()
         limit_ms = self.settings.run.max_runtime_ms
         spent_ms = (now - progress.started) * 1000
-        if spent_ms > limit_ms and outcome is not Outcome.BUSY:
+        said = (Outcome.BUSY, Outcome.FAILED, Outcome.BAD_INPUT)  # their message says why
+        if spent_ms > limit_ms and outcome not in said:
             # whatever ran long (a slow node action, a lost alarm), the pass says so
             progress.warn(f"the pass took {spent_ms:.0f} ms, over run.max_runtime_ms ({limit_ms})")
         return progress.result(outcome, message, now)
