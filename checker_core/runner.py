@@ -312,6 +312,10 @@ class PassResult:
         return f"{head}{action}; {writer_text}{notes}; {counts}; {self.duration_ms:.0f} ms"
 
 
+# outcomes whose own message says why the pass ended (a deadline's failure among them)
+SAY_WHY_THEY_ENDED = (Outcome.BUSY, Outcome.FAILED, Outcome.BAD_INPUT)
+
+
 class PassRunner:
     """Runs passes for every configured cluster; keeps connections when persistent (daemon)."""
 
@@ -568,8 +572,7 @@ class PassRunner:
         now = self.monotonic()
         limit_ms = self.settings.run.max_runtime_ms
         spent_ms = (now - progress.started) * 1000
-        said = (Outcome.BUSY, Outcome.FAILED, Outcome.BAD_INPUT)  # their message says why
-        if spent_ms > limit_ms and outcome not in said:
+        if spent_ms > limit_ms and outcome not in SAY_WHY_THEY_ENDED:
             # whatever ran long (a slow node action, a lost alarm), the pass says so
             progress.warn(f"the pass took {spent_ms:.0f} ms, over run.max_runtime_ms ({limit_ms})")
         return progress.result(outcome, message, now)

@@ -55,7 +55,10 @@ def test_up_status_down(own_lab_dir: Path, capsys: pytest.CaptureFixture[str]) -
     wanted = find_proxysql_binary()
     assert status.binary == wanted
     # the emulator says it is one (2.7-shaped); a real ProxySQL says the release of its binary
-    expected = "2.7.2-lab-emulator" if wanted is None else binary_version(wanted)
+    if wanted is None:
+        from tests.lab.admin_emulator import EMULATOR_VERSION as expected
+    else:
+        expected = binary_version(wanted)
     assert status.version == expected
     assert status.mysql_servers == 0 and status.runtime_mysql_servers == 0
     assert f"kind={status.kind}" in up_output

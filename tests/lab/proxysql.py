@@ -348,10 +348,13 @@ class ProxySQLLab:
                 if state.binary != binary:
                     # never tested against another ProxySQL than asked for, and never stopped
                     # under a run (or a person) that uses it
+                    running = state.binary or (
+                        "the emulator" if state.kind == KIND_EMULATOR else "an unrecorded proxysql"
+                    )
                     raise process.LabError(
-                        f"the ProxySQL endpoint in {self.dir} runs "
-                        f"{state.binary or 'the emulator'}, not {binary or 'the emulator'} as "
-                        "asked: stop it first (python -m tests.lab proxysql down)"
+                        f"the ProxySQL endpoint in {self.dir} runs {running}, not "
+                        f"{binary or 'the emulator'} as asked: stop it first "
+                        "(python -m tests.lab proxysql down)"
                     )
                 timeout = READY_TIMEOUT_REAL if state.kind == KIND_REAL else READY_TIMEOUT_EMULATOR
                 self._wait_ready(state, timeout)
