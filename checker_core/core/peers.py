@@ -11,8 +11,8 @@ chosen from what ProxySQL itself knows of its peers, with no consensus of our ow
   admin-cluster_check_status_frequency). The local proxy is alive by definition: the checker
   just talked to it. A proxy that started less than a window ago and has not yet checked every
   peer's status stands by: its peers are unknown to it, not dead;
-- a peer is *settled* once it has been alive for a full window (its Uptime_s, or how long this
-  checker has seen it alive, whichever is shorter): a proxy that just came back does not take
+- a peer is *settled* once it has been alive for a full window (its Uptime_s, or since this
+  checker last saw it dead, whichever is shorter): a proxy that just came back does not take
   the role back at once, so the role does not ping-pong. A checker counts its own proxy settled
   only after two windows (of uptime, or since its proxy saw a majority of peers again after
   seeing too few): its peers notice it later than it notices itself, and must have stood down
@@ -113,6 +113,9 @@ class PeerMemory:
     acting: ProxyAddress | None = None
     seen: bool = False  # False until the first pass: then Uptime_s is all there is to go on
     minority: bool = False  # the last pass saw no majority of the peers alive (cut off?)
+    # alive_since of the peers last seen dead: a comeback with a later start is a restart
+    gone: Mapping[ProxyAddress, float] = field(default_factory=dict)
+    checked_at: float | None = None  # the local proxy's clock at the last pass
 
 
 def is_alive(peer: PeerView, now: int, timing: ClusterTiming) -> bool:
@@ -171,7 +174,7 @@ def choose_actor(view: ProxyClusterView, memory: PeerMemory) -> Leadership:
             # a restart we did not see still counts; a second of clock jitter is no restart
             since[address] = started if started > before + CLOCK_JITTER_S else before
         elif memory.seen and address != view.me:
-            since[address] = float(now)  # came back while we watched
+            since[address] = _back_since(address, started, memory, now)
         else:
             since[address] = started
 
@@ -189,9 +192,30 @@ def choose_actor(view: ProxyClusterView, memory: PeerMemory) -> Leadership:
     role = Role.ACTING if acting == view.me else Role.STANDBY
     reason = _reason(view, memory, acting, alive, ready)
     split = _split(view, acting) if role is Role.STANDBY and acting is not None else None
-    remembered = PeerMemory(since, acting, seen=True, minority=not majority)
+    in_list = {p.address for p in view.peers}
+    gone = {
+        a: t
+        for a, t in {**memory.gone, **memory.alive_since}.items()
+        if a in in_list and a not in since
+    }
+    remembered = PeerMemory(since, acting, True, not majority, gone, float(now))
     wait = _load_wait(view) if role is Role.ACTING else None
     return Leadership(role, acting, tuple(alive), reason, split, remembered, wait)
+
+
+def _back_since(address: ProxyAddress, started: float, memory: PeerMemory, now: int) -> float:
+    """Since when a peer this checker saw dead (or never saw) counts as alive again: the
+    earliest time it can have come back. Later would be unsafe: the peer counts itself from
+    its start (or from when it saw a majority again), and a checker that ran no pass for a
+    while, or whose proxy saw the comeback late, would think the peer unsettled while it
+    already acts. A restart while away counts from the new start, as the peer itself counts;
+    a proxy back from a partition (same start) no earlier than the last pass that saw it dead."""
+    earlier = memory.gone.get(address)
+    if earlier is not None and started > earlier + CLOCK_JITTER_S:
+        return started
+    if memory.checked_at is None:
+        return float(now)
+    return max(started, memory.checked_at)
 
 
 def _uptime(peer: PeerView | None) -> int | None:

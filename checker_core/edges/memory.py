@@ -107,9 +107,18 @@ class StateStore:
             file_id = _file_id(path)
             data = json.loads(path.read_text(encoding="utf-8"))
             since = {_node(k): float(v) for k, v in data["alive_since"].items()}
+            gone = {_node(k): float(v) for k, v in data.get("gone", {}).items()}
             acting = data.get("acting")
             minority = bool(data.get("minority", False))
-            memory = PeerMemory(since, _node(acting) if acting else None, True, minority)
+            checked = data.get("checked_at")
+            memory = PeerMemory(
+                since,
+                _node(acting) if acting else None,
+                True,
+                minority,
+                gone,
+                None if checked is None else float(checked),
+            )
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return PeerMemory()
         self._known[path] = (file_id, memory)
@@ -125,6 +134,8 @@ class StateStore:
             "acting": str(memory.acting) if memory.acting else None,
             "minority": memory.minority,
             "alive_since": {str(a): t for a, t in sorted(memory.alive_since.items())},
+            "gone": {str(a): t for a, t in sorted(memory.gone.items())},
+            "checked_at": memory.checked_at,
         }
         with contextlib.suppress(OSError):
             self._write(path, payload, memory)

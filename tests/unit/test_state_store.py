@@ -81,6 +81,6 @@ def test_the_peers_file_is_kept_as_the_counters_are(tmp_path: Path) -> None:
     assert loaded == memory
     next_pass.save_peers(me, loaded)
     assert identity(path) == before, "the same peers were written again"
-    moved_on = PeerMemory({me: 100.0}, me, seen=True, minority=True)
+    moved_on = PeerMemory({me: 100.0}, me, True, True, gone={other: 90.0}, checked_at=130.0)
     next_pass.save_peers(me, moved_on)
     assert StateStore(tmp_path, Checker.GALERA).load_peers(me) == moved_on
