@@ -670,6 +670,13 @@ def healthcheck_command(inv: Invocation, listen: str | None, timeout_s: float) -
     help="Group Replication (8.0.29+): seconds the old primary waits for its running "
     "transactions before disconnecting those not yet committing (default: no limit).",
 )
+@click.option(
+    "--keep-auto-increment-delay",
+    "keep_delay",
+    is_flag=True,
+    help="Galera: leave mysql-auto_increment_delay_multiplex as it is while the old writer "
+    "drains (a client that inserts without pause is then cut at cluster.drain_timeout_ms).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the plan and the SQL; change nothing.")
 @click.pass_obj
 def switchover_command(
@@ -683,6 +690,7 @@ def switchover_command(
     release: bool,
     timeout_s: float | None,
     running_s: int | None,
+    keep_delay: bool,
     dry_run: bool,
 ) -> None:
     """Move the writer on purpose: Galera's old writer drains, then reads; Group Replication's
@@ -707,6 +715,12 @@ def switchover_command(
                     "cluster.drain_timeout_ms)",
                     Exit.BAD_INPUT,
                 )
+    elif keep_delay:
+        fail(
+            "--keep-auto-increment-delay: Galera only (a Group Replication primary turns "
+            "read-only: nothing drains)",
+            Exit.BAD_INPUT,
+        )
     store = StateStore(settings.run.state_dir, inv.checker)
     if release:
         if gr:
@@ -737,7 +751,14 @@ def switchover_command(
         from checker_core.switchover import switchover
 
         code = switchover(
-            settings, inv.kind(), cluster, target, dry_run=dry_run, say=click.echo, source=origin
+            settings,
+            inv.kind(),
+            cluster,
+            target,
+            dry_run=dry_run,
+            say=click.echo,
+            source=origin,
+            lower_delay=not keep_delay,
         )
         sys.exit(int(code))
     code = _gr_switchover(

@@ -565,6 +565,16 @@ class PassRunner:
             f"put back to what is live ({written} statement(s)), nothing loaded"
         )
 
+    def _put_back_delay(self, admin: AdminClient, cluster: str, progress: PassProgress) -> None:
+        """A switchover that died midway left ProxySQL's auto-increment delay lowered: the
+        acting pass puts the operator's value back."""
+        from checker_core.edges import proxysql_sessions
+
+        if proxysql_sessions.leftover(self.store, cluster):
+            said = proxysql_sessions.restore_delay(admin, self.store, cluster)
+            if said:
+                progress.warn(said)
+
     def _owe_save(self, progress: PassProgress, cluster: str, owed: bool) -> None:
         progress.state_failed(self.store.owe_save(cluster, owed))
 
@@ -760,6 +770,7 @@ class PassRunner:
             if said:
                 progress.warn(said)
         self._act_on_nodes(progress, cluster, acting=True)
+        self._put_back_delay(admin, cluster.name, progress)
         outcome = Outcome.CHANGED if applied.loaded else Outcome.UNCHANGED
         return self._finish(progress, outcome, outcome.label)
 

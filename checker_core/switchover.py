@@ -16,8 +16,16 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from checker_core.core.attached import (
+    AUTO_INCREMENT_DELAY,
+    AttachedSession,
+    may_be_held_by_the_delay,
+    what_clients_see,
+)
 from checker_core.core.model import NodeAddress, ServerStatus
 from checker_core.core.writers import pin_passed_over
+from checker_core.edges import proxysql_sessions as sessions_edge
+from checker_core.edges.proxysql import AdminError
 from checker_core.exitcodes import Exit
 from checker_core.runner import Mode, Outcome, PassResult, PassRunner
 
@@ -94,6 +102,7 @@ def switchover(
     dry_run: bool,
     say: Callable[[str], None],
     source: NodeAddress | None = None,
+    lower_delay: bool = True,
 ) -> Exit:
     """Check the target (or, given `source`, the writer, choose the node a failover would),
     pin it, and run passes until it writes alone (bounded by the drain
@@ -122,15 +131,67 @@ def switchover(
             say(f"cluster {cluster.name}: {target} is the writer already; pinned there")
             return Exit.OK
         pinned = replace(cluster, preferred_writer=target)
+        sessions = _clients(
+            runner, cluster, now.routed_writers, say, lowering=lower_delay, dry_run=dry_run
+        )
         if dry_run:
             from checker_core.report import render
 
             say(render(runner.run(pinned, Mode.DRY_RUN), cluster.hostgroups, with_sql=True))
             return Exit.OK
         runner.store.pin_writer(cluster.name, target)
-        return _move(runner, pinned, target, say)
+        lowered = lower_delay and may_be_held_by_the_delay(sessions)
+        try:
+            if lowered:
+                said = sessions_edge.lower_delay(runner.admin(), runner.store, cluster.name)
+                say(f"cluster {cluster.name}: {said}")
+            return _move(runner, pinned, target, say)
+        finally:
+            if lowered:
+                _put_back(runner, cluster, say)
     finally:
         runner.close()
+
+
+def _clients(
+    runner: PassRunner,
+    cluster: ClusterSettings,
+    writers: tuple[NodeAddress, ...],
+    say: Callable[[str], None],
+    *,
+    lowering: bool,
+    dry_run: bool,
+) -> tuple[AttachedSession, ...]:
+    """The sessions attached to the writer(s) about to drain, said before anything moves; a
+    delay a dead switchover left lowered is put back first."""
+    admin = runner.admin()
+    if not dry_run:
+        left = sessions_edge.restore_delay(admin, runner.store, cluster.name)
+        if left:
+            say(f"cluster {cluster.name}: {left}")
+    found: tuple[AttachedSession, ...] = ()
+    for writer in writers:
+        attached = sessions_edge.attached_sessions(admin, cluster.hostgroups.writer, writer)
+        lines = what_clients_see(
+            writer,
+            attached,
+            drain_timeout_ms=cluster.drain_timeout_ms,
+            lowering=lowering,
+            dry_run=dry_run,
+        )
+        for line in lines:
+            say(f"cluster {cluster.name}: {line}")
+        found += attached
+    return found
+
+
+def _put_back(runner: PassRunner, cluster: ClusterSettings, say: Callable[[str], None]) -> None:
+    try:
+        said = sessions_edge.restore_delay(runner.admin(), runner.store, cluster.name)
+    except AdminError as exc:
+        said = f"{AUTO_INCREMENT_DELAY} not put back ({exc}); the next pass puts it back"
+    if said:
+        say(f"cluster {cluster.name}: {said}")
 
 
 def _move(

@@ -701,6 +701,21 @@ class AdminStore:
                 (hostgroup, host, port, status, used, used, used),
             )
 
+    def _refresh_processlist(self) -> None:
+        """One idle session of the lab's application account per connection its clients
+        hold, as ProxySQL lists them with mysql-show_processlist_extended off."""
+        self._db.execute("DELETE FROM stats.stats_mysql_processlist")
+        session = 0
+        for (hostgroup, host, port), count in sorted(self._held.items()):
+            for _ in range(count):
+                session += 1
+                self._db.execute(
+                    "INSERT INTO stats.stats_mysql_processlist VALUES "
+                    "(0, ?, 'app', 'information_schema', '127.0.0.1', ?, ?, '127.0.0.1', 0, "
+                    "?, ?, 'Sleep', 0, NULL, 0, NULL)",
+                    (session, 40000 + session, hostgroup, host, port),
+                )
+
     def _sqlite(self, sql: str) -> ResultSet | None:
         statement = sql.strip()
         while statement.endswith(";"):
@@ -708,6 +723,8 @@ class AdminStore:
         lowered = statement.lower()
         if "stats_mysql_connection_pool" in lowered:
             self._refresh_stats()
+        if "stats_mysql_processlist" in lowered:
+            self._refresh_processlist()
         if "stats_mysql_global" in lowered:
             self._refresh_global()
         cursor = self._db.execute(statement)

@@ -228,8 +228,29 @@ STATS_MYSQL_GLOBAL = """CREATE TABLE stats_mysql_global (
     Variable_Name VARCHAR NOT NULL PRIMARY KEY,
     Variable_Value VARCHAR NOT NULL)"""
 
+# ProxySQL 2.7's client sessions; extended_info is filled only with
+# mysql-show_processlist_extended on.
+STATS_MYSQL_PROCESSLIST = """CREATE TABLE stats_mysql_processlist (
+    ThreadID INT NOT NULL,
+    SessionID INTEGER PRIMARY KEY,
+    user VARCHAR,
+    db VARCHAR,
+    cli_host VARCHAR,
+    cli_port INT,
+    hostgroup INT,
+    l_srv_host VARCHAR,
+    l_srv_port INT,
+    srv_host VARCHAR,
+    srv_port INT,
+    command VARCHAR,
+    time_ms INT NOT NULL,
+    info VARCHAR,
+    status_flags INT,
+    extended_info VARCHAR)"""
+
 STATS_TABLES = (
     STATS_MYSQL_CONNECTION_POOL,
+    STATS_MYSQL_PROCESSLIST,
     STATS_PROXYSQL_SERVERS_CHECKSUMS,
     STATS_PROXYSQL_SERVERS_METRICS,
     STATS_MYSQL_GLOBAL,
@@ -271,6 +292,8 @@ def default_global_variables(admin_iface: str) -> dict[str, str]:
         "admin-refresh_interval": "2000",
         "admin-restapi_enabled": "false",
         "admin-web_enabled": "false",
+        "mysql-auto_increment_delay_multiplex": "5",
+        "mysql-auto_increment_delay_multiplex_timeout_ms": "10000",
         "mysql-connect_retries_on_failure": "10",
         "mysql-connect_timeout_client": "10000",
         "mysql-connect_timeout_server": "3000",
@@ -306,6 +329,7 @@ def default_global_variables(admin_iface: str) -> dict[str, str]:
         "mysql-poll_timeout": "2000",
         "mysql-query_retries_on_failure": "1",
         "mysql-server_version": "8.0.11",
+        "mysql-show_processlist_extended": "0",
         "mysql-shun_on_failures": "5",
         "mysql-shun_recovery_time_sec": "10",
         "mysql-threads": "4",

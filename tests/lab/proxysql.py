@@ -630,7 +630,12 @@ class ProxySQLLab:
         finally:
             held.release()
 
-    def _real_clients(self, hostgroup: int, port: int, count: int) -> list[AdminConnection]:
+    def route_app_user(self, hostgroup: int) -> int:
+        """The lab's application account routed to `hostgroup` by default; the MySQL port its
+        clients connect to."""
+        mysql_port = self.mysql_port
+        if mysql_port is None:
+            raise process.LabError("this ProxySQL has no MySQL interface")
         with admin_cursor(self) as cur:
             cur.execute("DELETE FROM mysql_users WHERE username = %s", (APP_USER,))
             cur.execute(
@@ -639,10 +644,11 @@ class ProxySQLLab:
                 (APP_USER, APP_PASSWORD, hostgroup),
             )
             cur.execute("LOAD MYSQL USERS TO RUNTIME")
+        return mysql_port
+
+    def _real_clients(self, hostgroup: int, port: int, count: int) -> list[AdminConnection]:
+        mysql_port = self.route_app_user(hostgroup)
         clients: list[AdminConnection] = []
-        mysql_port = self.mysql_port
-        if mysql_port is None:
-            raise process.LabError("this ProxySQL has no MySQL interface")
         try:
             for _ in range(count):
                 client = pymysql.connect(

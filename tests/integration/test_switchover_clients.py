@@ -1,0 +1,149 @@
+"""A planned move under a client whose backend connection ProxySQL keeps attached: autocommit
+INSERTs into an AUTO_INCREMENT table, back to back on one connection, as most applications write.
+A real ProxySQL keeps such a connection attached for mysql-auto_increment_delay_multiplex
+statements after every INSERT, so the old writer's ConnUsed never reaches 0 while the client
+writes. The switchover says so before it moves anything, lowers the delay while the old writer
+drains (the client lets go at its next statement), and puts the operator's value back: no
+statement fails and every acknowledged row is on the cluster. With the delay kept, the client is
+cut at the drain timeout exactly as the what-if said. The emulator routes no client: these run
+against a real ProxySQL only."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pymysql
+import pytest
+
+from checker_core.core.attached import AUTO_INCREMENT_DELAY
+from checker_core.core.model import NodeAddress
+from tests.integration.rig import HG, Rig
+from tests.lab.accounts import APP_PASSWORD, APP_SCHEMA, APP_USER
+from tests.lab.paths import LOOPBACK
+from tests.lab.process import wait_until
+
+pytestmark = [pytest.mark.galera, pytest.mark.proxysql]
+
+TABLE = f"`{APP_SCHEMA}`.`switchover_inserts`"
+ACKS_BEFORE_MOVE = 50
+ACKS_AFTER_MOVE = 50
+
+
+class Inserter(threading.Thread):
+    """Autocommit INSERTs into an AUTO_INCREMENT table, back to back on one connection; a new
+    connection after an error."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(name="inserter", daemon=True)
+        self.port = port
+        self.acked: list[int] = []
+        self.errors: list[str] = []
+        self._halt = threading.Event()
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(30)
+
+    def run(self) -> None:
+        conn: Any = None
+        while not self._halt.is_set():
+            try:
+                if conn is None:
+                    conn = pymysql.connect(
+                        host=LOOPBACK,
+                        port=self.port,
+                        user=APP_USER,
+                        password=APP_PASSWORD,
+                        autocommit=True,
+                        connect_timeout=5,
+                        read_timeout=30,
+                    )
+                with conn.cursor() as cur:
+                    cur.execute(f"INSERT INTO {TABLE} (at) VALUES (%s)", (time.time(),))
+                    self.acked.append(int(cur.lastrowid))
+            except (pymysql.MySQLError, OSError) as exc:
+                self.errors.append(repr(exc))
+                with contextlib.suppress(Exception):
+                    conn.close()
+                conn = None
+                self._halt.wait(0.01)
+        with contextlib.suppress(Exception):
+            conn.close()
+
+
+@pytest.fixture
+def inserter(rig: Rig, galera: Any) -> Iterator[Inserter]:
+    if not rig.proxysql.is_real:
+        pytest.skip("the emulator routes no client: a real ProxySQL keeps connections attached")
+    galera.sql(
+        1,
+        f"CREATE TABLE IF NOT EXISTS {TABLE} "
+        "(id BIGINT AUTO_INCREMENT PRIMARY KEY, at DOUBLE NOT NULL) ENGINE=InnoDB",
+    )
+    rig.passes(1)
+    client = Inserter(rig.proxysql.route_app_user(HG.writer))
+    client.start()
+    try:
+        wait_until(lambda: len(client.acked) >= ACKS_BEFORE_MOVE, 30, "the client to write")
+        yield client
+    finally:
+        client.stop()
+
+
+def delay(rig: Rig) -> str:
+    return rig.admin.read_runtime_variables([AUTO_INCREMENT_DELAY])[AUTO_INCREMENT_DELAY]
+
+
+def missing(galera: Any, node: int, acked: list[int]) -> set[int]:
+    """Acknowledged ids the node does not have."""
+    ids = sorted(acked)
+    sql = f"SELECT id FROM {TABLE} WHERE id BETWEEN %s AND %s"
+    found = {int(row[0]) for row in galera.sql(node, sql, (ids[0], ids[-1]))}
+    return set(ids) - found
+
+
+def test_a_switchover_under_an_auto_increment_inserter_fails_no_write_and_loses_none(
+    rig: Rig, galera: Any, nodes: list[NodeAddress], inserter: Inserter
+) -> None:
+    n1, n2, _ = nodes
+    operators = delay(rig)
+    assert operators != "0", "ProxySQL's default keeps the connection attached after an INSERT"
+    rig.write_config(drain_timeout_ms=6000)
+    moved = rig.run("switchover", f"--to={n2}")
+    count = len(inserter.acked)
+    wait_until(lambda: len(inserter.acked) >= count + ACKS_AFTER_MOVE, 30, "writes after it")
+    inserter.stop()
+    said = moved.stdout
+    assert moved.code == 0, said + moved.stderr
+    assert f"1 client session(s) hold a connection to the writer {n1}:" in said
+    assert f"lowered from {operators} to 0 while the old writer drains" in said
+    assert f"{AUTO_INCREMENT_DELAY} put back to {operators}" in said
+    assert f"switchover to {n2} done" in said
+    assert inserter.errors == []
+    assert delay(rig) == operators
+    assert rig.writers == {n2}
+    assert missing(galera, 2, inserter.acked) == set(), "every acknowledged row is on node 2"
+
+
+def test_with_the_delay_kept_the_what_if_names_the_client_the_drain_timeout_cuts(
+    rig: Rig, galera: Any, nodes: list[NodeAddress], inserter: Inserter
+) -> None:
+    n1, n2, _ = nodes
+    operators = delay(rig)
+    rig.write_config(drain_timeout_ms=1000)
+    moved = rig.run("switchover", f"--to={n2}", "--keep-auto-increment-delay")
+    count = len(inserter.acked)
+    wait_until(lambda: len(inserter.acked) >= count + ACKS_AFTER_MOVE, 30, "writes after it")
+    inserter.stop()
+    said = moved.stdout
+    assert moved.code == 0, said + moved.stderr
+    assert f"1 client session(s) hold a connection to the writer {n1}:" in said
+    assert "never lets go, and is cut when drain_timeout_ms (1000 ms) runs out" in said
+    assert "lowered" not in said
+    assert delay(rig) == operators
+    assert len(inserter.errors) == 1, inserter.errors
+    assert missing(galera, 2, inserter.acked) == set()
