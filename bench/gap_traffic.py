@@ -21,19 +21,41 @@ from tests.lab.paths import LOOPBACK
 if TYPE_CHECKING:
     Connection: TypeAlias = pymysql.connections.Connection[pymysql.cursors.Cursor]
 
-TABLE = f"`{APP_SCHEMA}`.`write_gap`"
-CREATE_TABLE = (
-    f"CREATE TABLE IF NOT EXISTS {TABLE} (run VARCHAR(64) NOT NULL, seq INT NOT NULL, "
-    "node INT NOT NULL, client_ts DOUBLE NOT NULL, PRIMARY KEY (run, seq)) ENGINE=InnoDB"
-)
-# The node that took a row is set by a trigger, not named in the INSERT: a statement that reads
-# @@port would make ProxySQL pin the client's backend connection (no multiplexing), and the
-# client would stay on a demoted writer. Replicas apply row events without running triggers.
-CREATE_TRIGGER = (
-    f"CREATE TRIGGER IF NOT EXISTS `{APP_SCHEMA}`.`write_gap_node` BEFORE INSERT ON {TABLE} "
-    "FOR EACH ROW SET NEW.node = @@port"
-)
-INSERT = f"INSERT INTO {TABLE} (run, seq, node, client_ts) VALUES (%s, %s, 0, %s)"  # noqa: S608
+
+@dataclass(frozen=True)
+class Table:
+    """Where the client writes: `plain` has a natural key; `autoinc` an AUTO_INCREMENT one, as
+    most applications' tables do: after every INSERT a real ProxySQL keeps the client's backend
+    connection attached (mysql-auto_increment_delay_multiplex), so a drain cannot move it."""
+
+    client: str
+    name: str
+    create: str
+    trigger: str
+    insert: str
+
+
+def _table(client: str, name: str, key: str) -> Table:
+    qualified = f"`{APP_SCHEMA}`.`{name}`"
+    return Table(
+        client,
+        qualified,
+        f"CREATE TABLE IF NOT EXISTS {qualified} ({key}run VARCHAR(64) NOT NULL, "
+        "seq INT NOT NULL, node INT NOT NULL, client_ts DOUBLE NOT NULL, "
+        "UNIQUE KEY run_seq (run, seq)) ENGINE=InnoDB",
+        # The node that took a row is set by a trigger, not named in the INSERT: a statement
+        # that reads @@port would make ProxySQL pin the client's backend connection (no
+        # multiplexing). Replicas apply row events without running triggers.
+        f"CREATE TRIGGER IF NOT EXISTS `{APP_SCHEMA}`.`{name}_node` BEFORE INSERT ON "
+        f"{qualified} FOR EACH ROW SET NEW.node = @@port",
+        f"INSERT INTO {qualified} (run, seq, node, client_ts) VALUES (%s, %s, 0, %s)",  # noqa: S608
+    )
+
+
+TABLES = {
+    "plain": _table("plain", "write_gap_plain", ""),
+    "autoinc": _table("autoinc", "write_gap_autoinc", "id BIGINT AUTO_INCREMENT PRIMARY KEY, "),
+}
 
 # An application's own limits: a statement that hangs (a frozen backend) is given up after
 # READ_TIMEOUT_S; it is longer than ProxySQL's mysql-connect_timeout_server_max (10 s), so the
@@ -73,10 +95,11 @@ class Writer(threading.Thread):
     """Autocommit INSERTs back to back as the lab's app user through ProxySQL's MySQL port;
     a new connection after every error."""
 
-    def __init__(self, mysql_port: int, run_id: str) -> None:
+    def __init__(self, mysql_port: int, run_id: str, table: Table) -> None:
         super().__init__(name="write-gap-writer", daemon=True)
         self.mysql_port = mysql_port
         self.run_id = run_id
+        self.table = table
         self.statements: list[Statement] = []
         self._halt = threading.Event()
         self._conn: Connection | None = None
@@ -101,7 +124,7 @@ class Writer(threading.Thread):
             if self._conn is None:
                 self._conn = self._connect()
             with self._conn.cursor() as cur:
-                cur.execute(INSERT, (self.run_id, seq, time.time()))
+                cur.execute(self.table.insert, (self.run_id, seq, time.time()))
             return 0
         except (pymysql.err.MySQLError, OSError) as exc:
             return error_code(exc)

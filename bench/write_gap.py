@@ -49,15 +49,7 @@ from bench.gap_faults import (
     galera_cluster,
     gr_cluster,
 )
-from bench.gap_traffic import (
-    CREATE_TABLE,
-    CREATE_TRIGGER,
-    TABLE,
-    Sample,
-    Sampler,
-    Statement,
-    Writer,
-)
+from bench.gap_traffic import TABLES, Sample, Sampler, Statement, Table, Writer
 from checker_core.core.model import ServerRow
 from checker_core.edges.proxysql import AdminClient
 from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls
@@ -88,6 +80,8 @@ class Case:
     fault: Fault
     variant: str
     interval_ms: int
+    table: Table
+    drain_timeout_ms: int | None = None  # None: the checker's default
 
 
 @dataclass(frozen=True)
@@ -107,6 +101,8 @@ class RunRecord:
     lost: int
     two_writers: int  # sampler moments with two or more ONLINE writers
     cpu_pct: float
+    client: str = "plain"  # the table the client wrote to (runs recorded before: plain)
+    drain_timeout_ms: int | None = None
 
 
 # --- ProxySQL -------------------------------------------------------------------------------------
@@ -161,9 +157,8 @@ def checker_env() -> dict[str, str]:
     return {"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 
 
-def write_config(
-    proxysql: ProxySQLLab, cluster: Cluster, interval_ms: int, variant: str, where: Path
-) -> Path:
+def write_config(proxysql: ProxySQLLab, cluster: Cluster, case: Case, where: Path) -> Path:
+    interval_ms, variant = case.interval_ms, case.variant
     shutil.rmtree(where, ignore_errors=True)  # a fresh state dir: no counters, no pin
     max_runtime_ms = min(1800, interval_ms * 9 // 10)
     run: dict[str, object] = {
@@ -174,7 +169,11 @@ def write_config(
     if variant == "floor":
         run["watch_interval_ms"] = 0
     timeouts = (min(300, max_runtime_ms // 2), min(500, max_runtime_ms // 2))
-    evict = variant == "evict"
+    extra: dict[str, object] = {}
+    if variant == "evict":
+        extra["evict_dead_nodes"] = True
+    if case.drain_timeout_ms is not None:
+        extra["drain_timeout_ms"] = case.drain_timeout_ms
     return write_checker_config(
         where,
         proxysql,
@@ -183,7 +182,7 @@ def write_config(
         run,
         monitor_timeouts_ms=timeouts,
         node_admin=True,  # evictions (evict variant) and a GR switchover act as it
-        cluster_extra={"evict_dead_nodes": True} if evict else None,
+        cluster_extra=extra or None,
     )
 
 
@@ -261,7 +260,8 @@ def observe(
 ) -> Observed:
     mysql_port = proxysql.mysql_port
     assert mysql_port is not None
-    writer, sampler = Writer(mysql_port, run_id), Sampler(proxysql.connect, HG.writer)
+    writer = Writer(mysql_port, run_id, case.table)
+    sampler = Sampler(proxysql.connect, HG.writer)
     sampler.start()
     writer.start()
     fault_at = 0.0
@@ -284,13 +284,13 @@ def observe(
     return Observed(tuple(writer.statements), tuple(sampler.samples), fault_at, cpu)
 
 
-def stored(cluster: Cluster, n: int, run_id: str) -> dict[int, int]:
-    rows = cluster.sql(n, f"SELECT seq, node FROM {TABLE} WHERE run = %s", (run_id,))  # noqa: S608
+def stored(cluster: Cluster, n: int, run_id: str, table: Table) -> dict[int, int]:
+    rows = cluster.sql(n, f"SELECT seq, node FROM {table.name} WHERE run = %s", (run_id,))  # noqa: S608
     return {int(seq): int(node) for seq, node in rows}
 
 
 def rows_on_survivors(
-    cluster: Cluster, survivors: Sequence[int], run_id: str, acked: set[int]
+    cluster: Cluster, survivors: Sequence[int], run_id: str, acked: set[int], table: Table
 ) -> tuple[dict[int, int], int]:
     """seq -> node (from the first survivor) and how many acked seqs some survivor lacks, once
     they all hold them or at the deadline (a secondary may still be applying)."""
@@ -298,7 +298,7 @@ def rows_on_survivors(
 
     def complete() -> bool:
         for n in survivors:
-            found[n] = stored(cluster, n, run_id)
+            found[n] = stored(cluster, n, run_id, table)
         return all(acked <= set(rows) for rows in found.values())
 
     with contextlib.suppress(LabError):
@@ -319,13 +319,13 @@ def longest_gap(acks: Sequence[Statement], fault_at: float) -> float | None:
 
 
 def figures(
-    cluster: Cluster, faulted: FaultRun, seen: Observed, run_id: str
+    cluster: Cluster, faulted: FaultRun, seen: Observed, run_id: str, table: Table
 ) -> tuple[float | None, float | None, float | None, int, int]:
     """(switched, first ack on the new writer, longest gap, acknowledged, lost)."""
     old = cluster.port(faulted.victim)
     acks = [s for s in seen.statements if s.code == 0]
     survivors = [n for n in cluster.ports if n != faulted.victim]
-    nodes, lost = rows_on_survivors(cluster, survivors, run_id, {s.seq for s in acks})
+    nodes, lost = rows_on_survivors(cluster, survivors, run_id, {s.seq for s in acks}, table)
     moved = switched(seen.samples, seen.fault_at, old)
     new_acks = [
         s.ended - seen.fault_at
@@ -357,7 +357,7 @@ def run_once(proxysql: ProxySQLLab, cluster: Cluster, case: Case, k: int) -> Run
         for n in (1, 2, 3):  # entries an interrupted earlier run left: not this checker's
             cluster.lab.sql(n, "SET GLOBAL wsrep_provider_options = %s", ("evs.evict=",))
     reset_rows(proxysql, cluster)
-    config = write_config(proxysql, cluster, interval_ms, variant, WORK / cluster.name)
+    config = write_config(proxysql, cluster, case, WORK / cluster.name)
     run_id = f"{fault.name}-{variant}-{interval_ms}-{k}-{time.time_ns()}"
     victim = cluster.writer
     logs = WORK / "logs" / run_id
@@ -373,7 +373,7 @@ def run_once(proxysql: ProxySQLLab, cluster: Cluster, case: Case, k: int) -> Run
             cluster.lab.ensure_healthy()
             wait_until(lambda: evictions_cleared(cluster), CONVERGE_TIMEOUT_S, "entries cleared")
     cluster.lab.ensure_healthy()
-    moved, first_new, gap, acknowledged, lost = figures(cluster, faulted, seen, run_id)
+    moved, first_new, gap, acknowledged, lost = figures(cluster, faulted, seen, run_id, case.table)
     failed = Counter(str(s.code) for s in seen.statements if s.code != 0)
     return RunRecord(
         cluster=cluster.name,
@@ -389,6 +389,8 @@ def run_once(proxysql: ProxySQLLab, cluster: Cluster, case: Case, k: int) -> Run
         lost=lost,
         two_writers=sum(1 for s in seen.samples if len(s.online) > 1),
         cpu_pct=seen.cpu_pct,
+        client=case.table.client,
+        drain_timeout_ms=case.drain_timeout_ms,
     )
 
 
@@ -424,8 +426,9 @@ def _gr_up(cluster: Cluster) -> bool:
 
 
 def _create_table(cluster: Cluster) -> None:
-    cluster.sql(cluster.writer, CREATE_TABLE, ())
-    cluster.sql(cluster.writer, CREATE_TRIGGER, ())
+    for table in TABLES.values():
+        cluster.sql(cluster.writer, table.create, ())
+        cluster.sql(cluster.writer, table.trigger, ())
 
 
 def _leave(cluster: Cluster, was_up: bool) -> None:
@@ -480,7 +483,11 @@ HEADER = (
 def table_rows(records: Sequence[RunRecord]) -> list[tuple[str, ...]]:
     groups: dict[tuple[str, str, int], list[RunRecord]] = {}
     for r in records:
-        groups.setdefault((r.fault, r.variant, r.interval_ms), []).append(r)
+        variant = ", ".join(
+            [r.variant, r.client]
+            + ([f"drain {r.drain_timeout_ms} ms"] if r.drain_timeout_ms is not None else [])
+        )
+        groups.setdefault((r.fault, variant, r.interval_ms), []).append(r)
     rows: list[tuple[str, ...]] = []
     for (fault, variant, interval), group in groups.items():
         rows.append(
@@ -523,6 +530,8 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--faults", default="", help="comma-separated; all of the cluster's")
     parser.add_argument("--variants", default="watch,floor,evict")
     parser.add_argument("--suspect-timeout-s", type=int, default=5, help="Galera's evs value")
+    parser.add_argument("--clients", default="autoinc", help="autoinc, plain (comma-separated)")
+    parser.add_argument("--drain-timeout-ms", default="", help="comma-separated; the default's")
     parser.add_argument("--record", type=Path, help="append each run's figures (JSON lines)")
     parser.add_argument("--from", dest="source", type=Path, help="print recorded runs only")
     parser.add_argument("--markdown", action="store_true")
@@ -536,12 +545,18 @@ def plan(args: argparse.Namespace) -> list[Case]:
     unknown = [n for n in names if n not in known] + [v for v in variants if v not in VARIANTS]
     if unknown:
         raise SystemExit(f"write_gap: unknown faults or variants: {', '.join(unknown)}")
+    clients = [c for c in args.clients.split(",") if c]
+    if any(c not in TABLES for c in clients):
+        raise SystemExit(f"write_gap: --clients: one of {', '.join(TABLES)}")
     intervals = [int(i) for i in args.interval_ms.split(",") if i]
+    drains: list[int | None] = [int(d) for d in args.drain_timeout_ms.split(",") if d] or [None]
     return [
-        Case(known[name], variant, interval)
+        Case(known[name], variant, interval, TABLES[client], drain)
         for name in names
         for interval in intervals
         for variant in variants
+        for client in clients
+        for drain in drains
         if variant != "evict" or known[name].evictable
     ]
 

@@ -63,13 +63,18 @@ def _recorded(store: StateStore, cluster: str) -> Lowered | None:
         return None
 
 
+STAGED_DIFFERS = (
+    "SELECT staged.variable_name FROM global_variables staged "
+    "JOIN runtime_global_variables live ON staged.variable_name = live.variable_name "
+    "WHERE staged.variable_name LIKE %s AND staged.variable_value <> live.variable_value "
+    "ORDER BY staged.variable_name"
+)
+
+
 def _staged_differs(admin: AdminClient) -> list[str]:
     """mysql-* variables whose staged value is not the runtime one: a LOAD MYSQL VARIABLES
     would make an operator's unfinished edit live."""
-    sql = "SELECT variable_name, variable_value FROM {} WHERE variable_name LIKE %s"
-    staged = dict(admin.execute(sql.format("global_variables"), ("mysql-%",)))
-    live = dict(admin.execute(sql.format("runtime_global_variables"), ("mysql-%",)))
-    return sorted(str(k) for k, v in staged.items() if k in live and str(live[k]) != str(v))
+    return [str(row[0]) for row in admin.execute(STAGED_DIFFERS, ("mysql-%",))]
 
 
 def _set(admin: AdminClient, value: str) -> None:

@@ -25,8 +25,17 @@ import pymysql
 import pytest
 
 from checker_core.core.leadership import ProxyAddress
-from checker_core.core.model import Change, ChangeKind, Hostgroups, Plan, ServerRow, ServerStatus
-from checker_core.edges import native, proxysql_peers
+from checker_core.core.model import (
+    Change,
+    ChangeKind,
+    Hostgroups,
+    NodeAddress,
+    Plan,
+    ServerRow,
+    ServerStatus,
+)
+from checker_core.edges import native, proxysql_peers, proxysql_sessions
+from checker_core.edges.memory import StateStore
 from checker_core.edges.proxysql import LOAD_SERVERS, AdminClient, AdminError
 from checker_core.scheduler import (
     SchedulerRow,
@@ -34,6 +43,7 @@ from checker_core.scheduler import (
     install_statements,
     retire_statements,
 )
+from checker_core.settings.schema import Checker
 from tests.lab.process import free_port
 from tests.lab.proxysql import ProxySQLLab, admin_cursor, find_proxysql_binary
 
@@ -243,6 +253,17 @@ def checkers_script(
     admin.read_runtime_variables(
         ("mysql-connect_timeout_server_max", "mysql-monitor_enabled", "no-such-variable")
     )
+    # a switchover: who holds the old writer, the auto-increment delay lowered and put back
+    proxysql_sessions.attached_sessions(admin, HG.writer, NodeAddress("127.0.0.1", 3311))
+    store = StateStore(config.parent / "state", Checker.GALERA)
+    proxysql_sessions.lower_delay(admin, store, "lab")
+    proxysql_sessions.restore_delay(admin, store, "lab")
+    operator(
+        "UPDATE global_variables SET variable_value = '77' "
+        "WHERE variable_name = 'mysql-max_connections'"
+    )
+    proxysql_sessions.lower_delay(admin, store, "lab")  # refused: it would load the edit
+    operator("LOAD MYSQL VARIABLES TO MEMORY")  # the edit undone
 
     row = SchedulerRow(
         interval_ms=2000,
@@ -251,8 +272,6 @@ def checkers_script(
         arg2="run",
         comment="proxysql-checkers galera",
     )
-    from checker_core.settings.schema import Checker
-
     for existing in (None, *existing_row_ids(admin, Checker.GALERA, config)):
         for statement in install_statements(row, existing):
             admin.execute(statement.sql, statement.params)

@@ -32,10 +32,8 @@ class VariablesAdmin:
         elif sql == "LOAD MYSQL VARIABLES TO RUNTIME":
             self.loads += 1
             self.live = dict(self.staged)
-        elif "FROM runtime_global_variables" in sql:
-            return list(self.live.items())
-        elif "FROM global_variables" in sql:
-            return list(self.staged.items())
+        elif sql == guard.STAGED_DIFFERS:
+            return [(k,) for k, v in sorted(self.staged.items()) if self.live.get(k) != v]
         return []
 
     def read_runtime_variables(self, names: Sequence[str]) -> dict[str, str]:
