@@ -99,7 +99,7 @@ def _thaw(run: FaultRun) -> None:
     run.cluster.thaw(run.victim)
 
 
-def _switchover(run: FaultRun) -> None:
+def _switchover(run: FaultRun, *extra: str) -> None:
     to = f"{LOOPBACK}:{run.cluster.port(run.target)}"
     argv = [sys.executable, "-m", run.cluster.package, "--config", str(run.config)]
     # an operator's one-off command: a new process (its first connects, TLS) is given the time
@@ -110,13 +110,18 @@ def _switchover(run: FaultRun) -> None:
     ]
     with open(run.logs / "switchover.log", "wb") as log:
         child = subprocess.Popen(
-            [*argv, "switchover", *generous, "--to", to],
+            [*argv, "switchover", *generous, "--to", to, *extra],
             env=run.env,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     run.background.append(child)
+
+
+def _switchover_keeping_the_delay(run: FaultRun) -> None:
+    """The move as it was before the switchover lowered the auto-increment delay."""
+    _switchover(run, "--keep-auto-increment-delay")
 
 
 def _switchover_done(run: FaultRun) -> None:
@@ -147,6 +152,13 @@ FAULTS: tuple[Fault, ...] = (
         "galera",
         "galera-checker switchover --to the next node",
         _switchover,
+        _switchover_done,
+    ),
+    Fault(
+        "switchover_keep",
+        "galera",
+        "galera-checker switchover --to the next node --keep-auto-increment-delay",
+        _switchover_keeping_the_delay,
         _switchover_done,
     ),
     Fault("kill9", "gr", "kill -9 of the primary's mysqld", _kill),

@@ -246,13 +246,27 @@ def switched(samples: Sequence[Sample], fault_at: float, old: int) -> Sample | N
     return next((s for s in samples if s.at >= fault_at and s.online and old not in s.online), None)
 
 
-def run_ended(writer: Writer, sampler: Sampler, fault_at: float, old: int) -> bool:
-    """The writer hostgroup switched and the client has had acks well after it."""
-    moved = switched(list(sampler.samples), fault_at, old)
-    if moved is None:
-        return False
-    acks = [s for s in list(writer.statements) if s.code == 0 and s.started >= moved.at]
-    return len(acks) >= ACKS_ON_NEW_WRITER and acks[-1].ended - acks[0].started >= TAIL_S
+class RunEnd:
+    """Whether a run is over: the writer hostgroup switched, a command the fault started (a
+    switchover, whose old writer drains while the client may still write to it) has ended, and
+    the client has had acks well after both."""
+
+    def __init__(self, writer: Writer, sampler: Sampler, faulted: FaultRun, fault_at: float):
+        self.writer, self.sampler, self.faulted, self.fault_at = writer, sampler, faulted, fault_at
+        self.settled_at: float | None = None
+
+    def __call__(self) -> bool:
+        old = self.faulted.cluster.port(self.faulted.victim)
+        moved = switched(list(self.sampler.samples), self.fault_at, old)
+        if moved is None:
+            return False
+        if self.settled_at is None:
+            if any(child.poll() is None for child in self.faulted.background):
+                return False
+            self.settled_at = max(moved.at, time.monotonic())
+        acks = [s for s in list(self.writer.statements) if s.code == 0]
+        acks = [s for s in acks if s.started >= self.settled_at]
+        return len(acks) >= ACKS_ON_NEW_WRITER and acks[-1].ended - acks[0].started >= TAIL_S
 
 
 def observe(
@@ -269,11 +283,10 @@ def observe(
         wait_until(lambda: any(s.code == 0 for s in list(writer.statements)), FIRST_ACK_TIMEOUT_S,
                    "a first acknowledged write through ProxySQL")  # fmt: skip
         cpu = cpu_percent(pid, max(CPU_WINDOW_MIN_S, 2 * case.interval_ms / 1000))
-        old = faulted.cluster.port(faulted.victim)
         fault_at = time.monotonic()
         case.fault.inject(faulted)
         with contextlib.suppress(LabError):
-            wait_until(lambda: run_ended(writer, sampler, fault_at, old), AFTER_FAULT_TIMEOUT_S,
+            wait_until(RunEnd(writer, sampler, faulted, fault_at), AFTER_FAULT_TIMEOUT_S,
                        "the client to write on the new writer", 0.05)  # fmt: skip
     finally:
         writer.stop()

@@ -143,7 +143,10 @@ def switchover(
         lowered = lower_delay and may_be_held_by_the_delay(sessions)
         try:
             if lowered:
-                said = sessions_edge.lower_delay(runner.admin(), runner.store, cluster.name)
+                try:
+                    said = sessions_edge.lower_delay(runner.admin(), runner.store, cluster.name)
+                except AdminError as exc:
+                    said = f"{AUTO_INCREMENT_DELAY} not lowered ({exc})"
                 say(f"cluster {cluster.name}: {said}")
             return _move(runner, pinned, target, say)
         finally:
@@ -164,14 +167,17 @@ def _clients(
 ) -> tuple[AttachedSession, ...]:
     """The sessions attached to the writer(s) about to drain, said before anything moves; a
     delay a dead switchover left lowered is put back first."""
-    admin = runner.admin()
     if not dry_run:
-        left = sessions_edge.restore_delay(admin, runner.store, cluster.name)
-        if left:
-            say(f"cluster {cluster.name}: {left}")
+        _put_back(runner, cluster, say)
     found: tuple[AttachedSession, ...] = ()
     for writer in writers:
-        attached = sessions_edge.attached_sessions(admin, cluster.hostgroups.writer, writer)
+        try:
+            attached = sessions_edge.attached_sessions(
+                runner.admin(), cluster.hostgroups.writer, writer
+            )
+        except AdminError as exc:
+            say(f"cluster {cluster.name}: the client sessions on {writer} were not read ({exc})")
+            continue
         lines = what_clients_see(
             writer,
             attached,

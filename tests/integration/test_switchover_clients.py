@@ -11,6 +11,9 @@ against a real ProxySQL only."""
 from __future__ import annotations
 
 import contextlib
+import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -147,3 +150,31 @@ def test_with_the_delay_kept_the_what_if_names_the_client_the_drain_timeout_cuts
     assert delay(rig) == operators
     assert len(inserter.errors) == 1, inserter.errors
     assert missing(galera, 2, inserter.acked) == set()
+
+
+def test_a_delay_a_dead_switchover_left_lowered_is_put_back_by_the_next_pass(rig: Rig) -> None:
+    rig.passes(1)
+    operators = delay(rig)
+    # a switchover lowered it and was killed: its record names a process that is gone
+    rig.admin.execute(
+        "UPDATE global_variables SET variable_value = '0' WHERE variable_name = %s",
+        (AUTO_INCREMENT_DELAY,),
+    )
+    rig.admin.execute("LOAD MYSQL VARIABLES TO RUNTIME")
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    record = rig.state_dir / "galera.lab.auto_increment_delay"
+    record.write_text(json.dumps({"value": operators, "pid": int(gone)}))
+    result = rig.run()
+    assert result.code == 0, result.stderr
+    said = [line.get("reason") for line in result.logs if line.get("event") == "state"]
+    assert (
+        f"{AUTO_INCREMENT_DELAY} put back to {operators} (the switchover that lowered it, "
+        f"pid {gone}, is gone)"
+    ) in said
+    assert delay(rig) == operators
+    assert not record.exists()
