@@ -75,12 +75,6 @@ class AttachedSession:
     holds: tuple[Hold, ...]  # empty: ProxySQL would retry its next statement elsewhere
     details: tuple[str, ...] = ()  # the session state flags, the auto-increment token
 
-    @property
-    def moves_cleanly(self) -> bool:
-        """Its next statement goes to the new writer without an error if the server is removed
-        now (idle, and nothing holds it); unknown counts as held."""
-        return not self.holds and self.command != "Query"
-
     def describe(self) -> str:
         held = "; ".join(h.reason for h in self.holds) or "nothing holds it"
         extra = f" ({', '.join(self.details)})" if self.details else ""

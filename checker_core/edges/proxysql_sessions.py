@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from checker_core.core.attached import AUTO_INCREMENT_DELAY, AttachedSession, session_of
+from checker_core.edges.proxysql import AdminError
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -101,7 +102,11 @@ def lower_delay(admin: AdminClient, store: StateStore, cluster: str) -> str:
     store.ensure_dir()
     path = _path(store, cluster)
     path.write_text(json.dumps({"value": current, "pid": os.getpid()}), encoding="utf-8")
-    _set(admin, LOWERED_TO)
+    try:
+        _set(admin, LOWERED_TO)
+    except AdminError:
+        path.unlink(missing_ok=True)  # nothing was lowered: nothing to put back
+        raise
     return (
         f"{AUTO_INCREMENT_DELAY} lowered from {current} to {LOWERED_TO} while the old writer drains"
     )

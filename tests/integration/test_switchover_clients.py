@@ -22,9 +22,10 @@ from typing import Any
 import pymysql
 import pytest
 
-from checker_core.core.attached import AUTO_INCREMENT_DELAY
+from checker_core.core.attached import AUTO_INCREMENT_DELAY, PROCESSLIST_EXTENDED
 from checker_core.core.model import NodeAddress
 from tests.integration.rig import HG, Rig
+from tests.integration.test_galera_checker import snapshot
 from tests.lab.accounts import APP_PASSWORD, APP_SCHEMA, APP_USER
 from tests.lab.paths import LOOPBACK
 from tests.lab.process import wait_until
@@ -109,19 +110,24 @@ def missing(galera: Any, node: int, acked: list[int]) -> set[int]:
     return set(ids) - found
 
 
+def switch(rig: Rig, inserter: Inserter, drain_timeout_ms: int, *args: str) -> str:
+    """The switchover with the client writing, and some writes after it; what it said."""
+    rig.write_config(drain_timeout_ms=drain_timeout_ms)
+    moved = rig.run("switchover", *args)
+    count = len(inserter.acked)
+    wait_until(lambda: len(inserter.acked) >= count + ACKS_AFTER_MOVE, 30, "writes after it")
+    inserter.stop()
+    assert moved.code == 0, moved.stdout + moved.stderr
+    return moved.stdout
+
+
 def test_a_switchover_under_an_auto_increment_inserter_fails_no_write_and_loses_none(
     rig: Rig, galera: Any, nodes: list[NodeAddress], inserter: Inserter
 ) -> None:
     n1, n2, _ = nodes
     operators = delay(rig)
     assert operators != "0", "ProxySQL's default keeps the connection attached after an INSERT"
-    rig.write_config(drain_timeout_ms=6000)
-    moved = rig.run("switchover", f"--to={n2}")
-    count = len(inserter.acked)
-    wait_until(lambda: len(inserter.acked) >= count + ACKS_AFTER_MOVE, 30, "writes after it")
-    inserter.stop()
-    said = moved.stdout
-    assert moved.code == 0, said + moved.stderr
+    said = switch(rig, inserter, 6000, f"--to={n2}")
     assert f"1 client session(s) hold a connection to the writer {n1}:" in said
     assert f"lowered from {operators} to 0 while the old writer drains" in said
     assert f"{AUTO_INCREMENT_DELAY} put back to {operators}" in said
@@ -137,13 +143,7 @@ def test_with_the_delay_kept_the_what_if_names_the_client_the_drain_timeout_cuts
 ) -> None:
     n1, n2, _ = nodes
     operators = delay(rig)
-    rig.write_config(drain_timeout_ms=1000)
-    moved = rig.run("switchover", f"--to={n2}", "--keep-auto-increment-delay")
-    count = len(inserter.acked)
-    wait_until(lambda: len(inserter.acked) >= count + ACKS_AFTER_MOVE, 30, "writes after it")
-    inserter.stop()
-    said = moved.stdout
-    assert moved.code == 0, said + moved.stderr
+    said = switch(rig, inserter, 1000, f"--to={n2}", "--keep-auto-increment-delay")
     assert f"1 client session(s) hold a connection to the writer {n1}:" in said
     assert "never lets go, and is cut when drain_timeout_ms (1000 ms) runs out" in said
     assert "lowered" not in said
@@ -178,3 +178,51 @@ def test_a_delay_a_dead_switchover_left_lowered_is_put_back_by_the_next_pass(rig
     ) in said
     assert delay(rig) == operators
     assert not record.exists()
+
+
+def set_variable(rig: Rig, name: str, value: str) -> None:
+    rig.admin.execute(
+        "UPDATE global_variables SET variable_value = %s WHERE variable_name = %s", (value, name)
+    )
+    rig.admin.execute("LOAD MYSQL VARIABLES TO RUNTIME")
+
+
+def test_the_what_if_names_the_clients_that_cannot_move_without_an_error_and_why(
+    rig: Rig, nodes: list[NodeAddress]
+) -> None:
+    if not rig.proxysql.is_real:
+        pytest.skip("the emulator routes no client: a real ProxySQL keeps connections attached")
+    n1, n2, _ = nodes
+    rig.passes(1)
+    port = rig.proxysql.route_app_user(HG.writer)
+    set_variable(rig, PROCESSLIST_EXTENDED, "1")
+    clients = [
+        pymysql.connect(
+            host=LOOPBACK, port=port, user=APP_USER, password=APP_PASSWORD, autocommit=True
+        )
+        for _ in range(2)
+    ]
+    try:
+        with clients[0].cursor() as cur:
+            cur.execute("SET @kept = 1")  # a user variable: ProxySQL cannot move the session
+            cur.execute("SELECT @kept")
+        with clients[1].cursor() as cur:
+            cur.execute("START TRANSACTION")
+            cur.execute("SELECT 1")
+        before = snapshot(rig)
+        dry = rig.run("switchover", f"--to={n2}", "--dry-run")
+    finally:
+        for client in clients:
+            with contextlib.suppress(Exception):
+                client.close()
+        set_variable(rig, PROCESSLIST_EXTENDED, "0")
+    said = dry.stdout
+    assert dry.code == 0, said + dry.stderr
+    assert f"2 client session(s) hold a connection to the writer {n1}:" in said
+    assert "session state (user variables" in said
+    assert "a transaction open" in said
+    assert "a transaction moves once it ends; one still open is cut when drain_timeout_ms" in said
+    assert "cannot be moved without an error: session" in said
+    assert "lowered" not in said, "a lower auto-increment delay frees neither"
+    assert snapshot(rig) == before
+    assert not (rig.state_dir / "galera.lab.writer").exists()

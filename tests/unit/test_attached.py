@@ -82,8 +82,8 @@ def test_a_processlist_row_without_a_backend_is_no_attached_session() -> None:
         (Hold.AUTO_INCREMENT,),
         ("5 statement(s) to go",),
     )
-    assert not found.moves_cleanly
-    assert session_of(row(info=extended())).moves_cleanly  # type: ignore[union-attr]
+    idle = session_of(row(info=extended()))
+    assert idle is not None and idle.holds == (), "nothing holds it: ProxySQL retries elsewhere"
 
 
 def session(*holds: Hold, command: str = "Sleep") -> AttachedSession:
