@@ -99,9 +99,13 @@ def lower_delay(admin: AdminClient, store: StateStore, cluster: str) -> str:
             f"{AUTO_INCREMENT_DELAY} left at {current}: a LOAD MYSQL VARIABLES would also make "
             f"the staged, unloaded value of {', '.join(pending)} live"
         )
-    store.ensure_dir()
     path = _path(store, cluster)
-    path.write_text(json.dumps({"value": current, "pid": os.getpid()}), encoding="utf-8")
+    try:
+        store.ensure_dir()
+        path.write_text(json.dumps({"value": current, "pid": os.getpid()}), encoding="utf-8")
+    except OSError as exc:
+        # never lowered without a record: a command that died would leave it lowered for good
+        return f"{AUTO_INCREMENT_DELAY} left at {current}: its value not recorded at {path} ({exc})"
     try:
         _set(admin, LOWERED_TO)
     except AdminError:
@@ -151,6 +155,8 @@ def leftover(store: StateStore, cluster: str) -> bool:
 
 
 def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False  # not a process: kill(0 or below) would ask about process groups
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

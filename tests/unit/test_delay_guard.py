@@ -4,6 +4,7 @@ would make an operator's other staged variables live."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -93,3 +94,22 @@ def test_a_dead_switchovers_lowered_delay_is_put_back_by_the_next_pass(tmp_path:
     assert said is not None and "is gone" in said
     assert fake.live[AUTO_INCREMENT_DELAY] == "5"
     assert not guard.leftover(store, "lab")
+
+
+def test_nothing_is_lowered_without_a_record_of_what_to_put_back(tmp_path: Path) -> None:
+    fake = VariablesAdmin()
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("")  # the state directory cannot be made
+    said = guard.lower_delay(admin_of(fake), StateStore(blocked, Checker.GALERA), "lab")
+    assert "left at 5: its value not recorded" in said
+    assert fake.loads == 0 and fake.live[AUTO_INCREMENT_DELAY] == "5"
+
+
+def test_a_record_naming_no_process_counts_as_left_over(tmp_path: Path) -> None:
+    fake, store = VariablesAdmin(), StateStore(tmp_path, Checker.GALERA)
+    guard.lower_delay(admin_of(fake), store, "lab")
+    record = next(tmp_path.glob("galera.lab.auto_increment_delay"))
+    record.write_text(json.dumps({"value": "5", "pid": 0}))
+    assert guard.leftover(store, "lab")
+    assert guard.restore_delay(admin_of(fake), store, "lab") is not None
+    assert fake.live[AUTO_INCREMENT_DELAY] == "5"
