@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from checker_core.core.model import NodeAddress
-from checker_core.core.peers import ClusterTiming
+from checker_core.core.peers import ClusterTiming, is_alive
+from checker_core.edges.proxysql_peers import list_peers, read_cluster_view
 from tests.integration.rig import HG, PassRun, Rig, admin_for, as_configured
 from tests.lab.process import LabError, wait_until
 from tests.lab.proxysql_cluster import (
@@ -66,11 +67,26 @@ def rigs(
         n1, n2, n3 = nodes
         made[0].seed({n1: 1000, n2: 500, n3: 100})
         wait_until(lambda: converged(made), 30, "the seeded roster on every proxy")
+        # configure() listed the peers anew: a real ProxySQL checks their status again only
+        # after a status interval, and until then its checker sees them dead, not alive
+        wait_until(
+            lambda: all(sees_every_peer_alive(r, proxy_cluster) for r in made),
+            30,
+            "every proxy to see its peers alive",
+            interval=0.2,
+        )
         proxy_cluster.wait_next_second()  # so the acting checker's first LOAD is not deferred
         yield made
     finally:
         for rig in made:
             rig.close()
+
+
+def sees_every_peer_alive(rig: Rig, cluster: ProxyCluster) -> bool:
+    """What the rig's checker reads of its proxy's peers: every one checked within the window."""
+    me = cluster.address(cluster.proxies.index(rig.proxysql))
+    view = read_cluster_view(rig.admin, me, list_peers(rig.admin))
+    return all(p.address == me or is_alive(p, view.now, view.timing) for p in view.peers)
 
 
 def converged(rigs: list[Rig]) -> bool:
