@@ -355,7 +355,7 @@ def adopt_command(
     from checker_core.edges.proxysql import AdminClient, AdminError
 
     settings = load_settings(inv.merged(config, overrides))
-    store = StateStore(settings.run.state_dir, inv.checker)
+    store = StateStore(settings.run.state_dir, inv.checker, _names(settings))
     from checker_core.edges import native
 
     try:
@@ -463,7 +463,7 @@ def pause_command(
     _known_clusters(settings, cluster_names)
     if "\n" in reason or "\x00" in reason:
         fail("--reason: one line, without control characters", Exit.BAD_INPUT)
-    store = StateStore(settings.run.state_dir, inv.checker)
+    store = StateStore(settings.run.state_dir, inv.checker, _names(settings))
     for name in _targets(cluster_names):
         try:
             path = store.pause(name, reason)
@@ -494,7 +494,7 @@ def resume_command(
 
     settings = load_settings(inv.merged(config, overrides))
     _known_clusters(settings, cluster_names)
-    store = StateStore(settings.run.state_dir, inv.checker)
+    store = StateStore(settings.run.state_dir, inv.checker, _names(settings))
     for name in _targets(cluster_names):
         target = name or "all clusters"
         try:
@@ -721,7 +721,7 @@ def switchover_command(
             "read-only: nothing drains)",
             Exit.BAD_INPUT,
         )
-    store = StateStore(settings.run.state_dir, inv.checker)
+    store = StateStore(settings.run.state_dir, inv.checker, _names(settings))
     if release:
         if gr:
             fail(
@@ -819,6 +819,10 @@ def _gr_switchover(
         timeout_s=limit,
         say=click.echo,
     )
+
+
+def _names(settings: Settings) -> list[str]:
+    return [c.name for c in settings.clusters]
 
 
 def _known_clusters(settings: Settings, names: tuple[str, ...]) -> None:

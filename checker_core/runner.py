@@ -323,7 +323,9 @@ class PassRunner:
         self.settings = settings
         self.kind = kind
         self.persistent = persistent
-        self.store = StateStore(settings.run.state_dir, kind.checker)
+        self.store = StateStore(
+            settings.run.state_dir, kind.checker, [c.name for c in settings.clusters]
+        )
         self.prober = Prober(settings.monitor, kind.probe, persistent)
         self._admin: AdminClient | None = None
         self._peers: PeerMemory | None = None

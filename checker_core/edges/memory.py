@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,9 +23,13 @@ if TYPE_CHECKING:
 
 
 class StateStore:
-    def __init__(self, state_dir: Path, checker: Checker) -> None:
+    def __init__(self, state_dir: Path, checker: Checker, clusters: Collection[str] = ()) -> None:
         self.state_dir = state_dir
         self.checker = checker
+        # before the all-clusters switch had a name of its own it was `<checker>.all.paused`,
+        # which a cluster named `all` also uses: that old file still pauses every cluster, unless
+        # a cluster of this configuration is named `all` (then it is that cluster's)
+        self._old_all_switch = "all" not in clusters
         # each state file as this process last read or wrote it, with what it held: a file
         # still the same is neither parsed again nor rewritten with the same content
         self._known: dict[Path, tuple[FileId, object]] = {}
@@ -46,7 +50,16 @@ class StateStore:
         return self._path(cluster, "lock")
 
     def pause_path(self, cluster: str | None) -> Path:
-        return self.state_dir / f"{self.checker.value}.{cluster or 'all'}.paused"
+        """`<checker>.paused` for every cluster: no cluster name can make that name."""
+        if cluster is None:
+            return self.state_dir / f"{self.checker.value}.paused"
+        return self._path(cluster, "paused")
+
+    def _pause_paths(self, cluster: str | None) -> tuple[Path, ...]:
+        """The files that are this switch: the all-clusters one may still be under its old name."""
+        if cluster is None and self._old_all_switch:
+            return self.pause_path(None), self._path("all", "paused")
+        return (self.pause_path(cluster),)
 
     # ------------------------------------------------------------ counters
 
@@ -235,7 +248,7 @@ class StateStore:
 
     def paused(self, cluster: str) -> Path | None:
         """The pause file in force for this cluster, if any."""
-        for path in (self.pause_path(None), self.pause_path(cluster)):
+        for path in (*self._pause_paths(None), self.pause_path(cluster)):
             if path.exists():
                 return path
         return None
@@ -247,11 +260,14 @@ class StateStore:
         return path
 
     def resume(self, cluster: str | None) -> bool:
-        try:
-            self.pause_path(cluster).unlink()
-        except FileNotFoundError:
-            return False
-        return True
+        removed = False
+        for path in self._pause_paths(cluster):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            removed = True
+        return removed
 
 
 def _node(text: str) -> NodeAddress:

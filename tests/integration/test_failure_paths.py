@@ -155,7 +155,7 @@ def test_pause_and_resume_refuse_a_state_dir_they_cannot_use(rig: Rig, command: 
     assert f"run.state_dir: {blocker / 'state'}" in refused.stderr
     # a state dir that is fine on paper, where the pause file cannot be written or removed
     state = rig.tmp / "state-ok"
-    (state / "galera.all.paused").mkdir(parents=True)
+    (state / "galera.paused").mkdir(parents=True)
     rig.run_settings.update(state_dir=str(state))
     rig.write_config()
     result = rig.run(command)
