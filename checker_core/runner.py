@@ -342,7 +342,9 @@ class PassRunner:
         self._last_roster: dict[str, tuple[NodeAddress, ...]] = {}
         # failures a what-if dry-run assumes (run --dry-run --assume-down ...)
         self.assumed: dict[NodeAddress, Assumed] = {}
-        self.clock: Callable[[], float] = time.time
+        # the clock of the times a pass keeps (drains, streaks, queue samples): monotonic, so a
+        # wall-clock step never stretches a drain or a hysteresis; the state file says its boot
+        self.clock: Callable[[], float] = time.monotonic
         self.monotonic: Callable[[], float] = time.monotonic
 
     def admin(self) -> AdminClient:
@@ -723,7 +725,14 @@ class PassRunner:
         pool = admin.connections_in_use(watched) if watched else {}
         now = self.clock()
         decision = decide(
-            self.kind.policy, view, probes, memory=memory, cluster=cluster, in_use=pool, now=now
+            self.kind.policy,
+            view,
+            probes,
+            memory=memory,
+            cluster=cluster,
+            in_use=pool,
+            now=now,
+            interval_s=self.settings.run.interval_ms / 1000,
         )
         progress.inputs = PassInputs(self.kind.policy, view, memory, cluster, now)
         assumed = {n: a for n, a in self.assumed.items() if n in roster.addresses}

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from checker_core.core.hysteresis import NodeMemory, settle
+from checker_core.core.hysteresis import NodeMemory, settle, settles_at
 from checker_core.core.model import ClusterRows, NodeAddress, Plan, ServerRow, sort_rows
 from checker_core.core.planner import plan
 from checker_core.core.probes import CLEAR, PassSight, ProbeResult, Sight, sight_of
@@ -61,6 +61,9 @@ class Decision:
     # what to remember when the plan is not loaded (paused, standby, deferred): each node on the
     # side it is live on, and no drain clock before the LOAD that makes the writer OFFLINE_SOFT
     unloaded_memory: Mapping[NodeAddress, NodeMemory] = field(default_factory=dict)
+    # when one more probe can move a node its hysteresis holds (the clock of `now`): the
+    # daemon's next pass for it, sooner than the cadence when that is later
+    due: Mapping[NodeAddress, float] = field(default_factory=dict)
 
     @property
     def blind(self) -> bool:
@@ -126,8 +129,11 @@ def decide(
     cluster: ClusterSettings,
     in_use: Mapping[tuple[int, NodeAddress], int],
     now: float,
+    interval_s: float = 0.0,
 ) -> Decision:
-    """`in_use`: ConnUsed per (hostgroup, node) of the rows draining now (empty when none)."""
+    """`in_use`: ConnUsed per (hostgroup, node) of the rows draining now (empty when none).
+    `now`: the monotonic clock; `interval_s`: the cadence retry_up / retry_down count in (0:
+    probes only)."""
     roster, adopted, layout = view.roster, view.adopted, view.layout
     done = drained(layout, in_use, memory, cluster, now)
     raw = policy.judge_all(probes, cluster, memory)
@@ -144,7 +150,13 @@ def decide(
             remembered[node] = memory.get(node) or NodeMemory(routable=layout.routed(node))
             continue
         settled, node_memory = settle(
-            verdict, memory.get(node), layout.routed(node), cluster.retry_up, cluster.retry_down
+            verdict,
+            memory.get(node),
+            layout.routed(node),
+            cluster.retry_up,
+            cluster.retry_down,
+            now=now,
+            interval_s=interval_s,
         )
         verdicts[node] = settled
         remembered[node] = replace(
@@ -196,7 +208,19 @@ def decide(
         memory=remembered,
         sight=sight,
         unloaded_memory=unloaded,
+        due=_due(remembered, cluster, interval_s),
     )
+
+
+def _due(
+    memory: Mapping[NodeAddress, NodeMemory], cluster: ClusterSettings, interval_s: float
+) -> dict[NodeAddress, float]:
+    found = {}
+    for node, kept in memory.items():
+        at = settles_at(kept, cluster.retry_up, cluster.retry_down, interval_s)
+        if at is not None:
+            found[node] = at
+    return found
 
 
 def blind_decision(

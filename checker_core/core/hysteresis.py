@@ -1,7 +1,14 @@
-"""Hysteresis (rule S4): a node changes side only after enough probes in a row agree.
+"""Hysteresis (rule S4): a node changes side only after enough probes in a row agree, over
+enough time.
 
 retry_down / retry_up count the probes in a row needed before acting; 0 and 1 both mean
-"act on the first one". Hard evidence (non-Primary, maintenance, explicit rejection) acts at once.
+"act on the first one". They count in time as well: N probes must span N - 1 intervals (less
+half an interval, the scheduler's jitter), so a pass that asks again sooner (the daemon's recheck,
+its watch) confirms a failure sooner but never spends the hysteresis faster. Hard evidence
+(non-Primary, maintenance, explicit rejection) acts at once.
+
+Times are the monotonic clock's seconds; None where it is not known (a state file written before
+a reboot, or by an older version): then the count alone decides, as it did before.
 """
 
 from __future__ import annotations
@@ -21,6 +28,12 @@ class NodeMemory:
     lagging: bool = False
     drain_since: float | None = None
     queue_samples: tuple[tuple[float, int], ...] = field(default=())
+    bad_since: float | None = None  # the first bad probe of the streak
+    good_since: float | None = None  # the first good probe of the streak
+
+    def without_times(self) -> NodeMemory:
+        """The counters alone, for times of another clock (before a reboot, a wall clock)."""
+        return replace(self, drain_since=None, queue_samples=(), bad_since=None, good_since=None)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -30,6 +43,8 @@ class NodeMemory:
             "lagging": self.lagging,
             "drain_since": self.drain_since,
             "queue_samples": [list(s) for s in self.queue_samples],
+            "bad_since": self.bad_since,
+            "good_since": self.good_since,
         }
 
     @classmethod
@@ -37,6 +52,7 @@ class NodeMemory:
         samples = data.get("queue_samples") or []
         assert isinstance(samples, list)
         drain_since = data.get("drain_since")
+        bad_since, good_since = data.get("bad_since"), data.get("good_since")
         return cls(
             routable=bool(data.get("routable", False)),
             bad_streak=int(str(data.get("bad_streak", 0))),
@@ -44,6 +60,8 @@ class NodeMemory:
             lagging=bool(data.get("lagging", False)),
             drain_since=None if drain_since is None else float(str(drain_since)),
             queue_samples=tuple((float(t), int(q)) for t, q in samples),
+            bad_since=None if bad_since is None else float(str(bad_since)),
+            good_since=None if good_since is None else float(str(good_since)),
         )
 
 
@@ -55,16 +73,53 @@ def lagging(queue: int | None, limit: int, was_lagging: bool) -> bool:
     return queue > limit or (was_lagging and queue * 2 >= limit)
 
 
+def span_needed(retry: int, interval_s: float) -> float:
+    """The time `retry` probes in a row must span: N - 1 intervals, less half of one."""
+    if retry <= 1:
+        return 0.0
+    return max(0.0, (retry - 1) * interval_s - interval_s / 2)
+
+
+@dataclass(frozen=True, slots=True)
+class _Streak:
+    count: int
+    since: float | None
+    needed: int
+    span_s: float  # the time it must span
+
+    def spent(self, now: float) -> float:
+        return 0.0 if self.since is None else max(0.0, now - self.since)
+
+    def done(self, now: float) -> bool:
+        return self.count >= self.needed and (self.since is None or self.spent(now) >= self.span_s)
+
+    def progress(self, kind: str, goal: str, now: float) -> str:
+        if self.count < self.needed:
+            return f"{self.count} of {self.needed} {kind} probes before {goal}"
+        return (
+            f"{self.count} of {self.needed} {kind} probes, {self.spent(now):.1f} s of the "
+            f"{self.span_s:.1f} s they must span before {goal}"
+        )
+
+
+def _streak(count: int, since: float | None, retry: int, interval_s: float) -> _Streak:
+    return _Streak(count, since, max(1, retry), span_needed(retry, interval_s))
+
+
 def settle(
     raw: Verdict,
     previous: NodeMemory | None,
     routed_now: bool,
     retry_up: int,
     retry_down: int,
+    *,
+    now: float = 0.0,
+    interval_s: float = 0.0,
 ) -> tuple[Verdict, NodeMemory]:
     """The verdict to act on, and the memory to keep, given the raw verdict of this probe.
 
     Without memory (first pass, lost state file) the node's side is where ProxySQL has it now.
+    `interval_s` 0 counts probes only.
     """
     before = previous if previous is not None else NodeMemory(routable=routed_now)
     # counting past the largest threshold tells nothing new, and a steady state then leaves
@@ -72,17 +127,36 @@ def settle(
     cap = max(1, retry_up, retry_down)
     good = raw.state.routable
     if good:
-        streak = min(cap, before.good_streak + 1)
-        memory = replace(before, good_streak=streak, bad_streak=0)
-        if before.routable or streak >= max(1, retry_up):
+        since = before.good_since if before.good_streak > 0 else now
+        up = _streak(min(cap, before.good_streak + 1), since, retry_up, interval_s)
+        memory = replace(
+            before, good_streak=up.count, good_since=up.since, bad_streak=0, bad_since=None
+        )
+        if before.routable or up.done(now):
             return raw, replace(memory, routable=True)
-        needed = max(1, retry_up)
-        return raw.recovering(
-            f"{raw.reason} ({streak} of {needed} good probes before routing)"
-        ), memory
-    streak = min(cap, before.bad_streak + 1)
-    memory = replace(before, bad_streak=streak, good_streak=0)
-    if not before.routable or raw.hard or streak >= max(1, retry_down):
+        return raw.recovering(f"{raw.reason} ({up.progress('good', 'routing', now)})"), memory
+    since = before.bad_since if before.bad_streak > 0 else now
+    down = _streak(min(cap, before.bad_streak + 1), since, retry_down, interval_s)
+    memory = replace(
+        before, bad_streak=down.count, bad_since=down.since, good_streak=0, good_since=None
+    )
+    if not before.routable or raw.hard or down.done(now):
         return raw, replace(memory, routable=False)
-    needed = max(1, retry_down)
-    return raw.held(f"{raw.reason} ({streak} of {needed} bad probes before demotion)"), memory
+    return raw.held(f"{raw.reason} ({down.progress('bad', 'demotion', now)})"), memory
+
+
+def settles_at(
+    memory: NodeMemory, retry_up: int, retry_down: int, interval_s: float
+) -> float | None:
+    """When one more probe that agrees can move a node held by its hysteresis (suspect, or
+    recovering), on the clock of its streak's times; None when it is not held, when it needs
+    more probes than one (the cadence brings them), or when its streak's time is unknown."""
+    if memory.routable and memory.bad_streak > 0:
+        streak, since, retry = memory.bad_streak, memory.bad_since, retry_down
+    elif not memory.routable and memory.good_streak > 0:
+        streak, since, retry = memory.good_streak, memory.good_since, retry_up
+    else:
+        return None
+    if since is None or streak + 1 < max(1, retry):
+        return None
+    return since + span_needed(retry, interval_s)

@@ -62,12 +62,12 @@ def acting_memory(
     layout_routed: Mapping[NodeAddress, bool],
 ) -> dict[NodeAddress, NodeMemory]:
     """The counters of the pass that acts on the assumed failures: one bad probe short of
-    retry_down for each assumed node, whatever they are now."""
+    retry_down for each assumed node, whatever they are now, and no time left to span."""
     short = max(0, cluster.retry_down - 1)
     kept = dict(memory)
     for node in assumed:
         before = kept.get(node) or NodeMemory(routable=layout_routed.get(node, False))
-        kept[node] = replace(before, bad_streak=short, good_streak=0)
+        kept[node] = replace(before, bad_streak=short, bad_since=None, good_streak=0)
     return kept
 
 

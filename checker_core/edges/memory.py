@@ -7,6 +7,7 @@ pass killed at any point leaves either the old file or the new one, never half o
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from collections.abc import Collection, Mapping
@@ -79,6 +80,10 @@ class StateStore:
                 _node(key): NodeMemory.from_json(value)
                 for key, value in data.get("nodes", {}).items()
             }
+            if not _same_clock(data.get("clock")):
+                # times of another boot's monotonic clock, or an older version's wall clock:
+                # drains start their clock again, streaks count probes only
+                nodes = {node: kept.without_times() for node, kept in nodes.items()}
         except FileNotFoundError:
             return {}, None
         except (OSError, ValueError, TypeError, AttributeError, AssertionError) as exc:
@@ -97,7 +102,11 @@ class StateStore:
         path = self.state_path(cluster)
         if self._unchanged(path, nodes):
             return None
-        payload = {"version": 1, "nodes": {str(n): m.to_json() for n, m in sorted(nodes.items())}}
+        payload = {
+            "version": 1,
+            "clock": _clock(),
+            "nodes": {str(n): m.to_json() for n, m in sorted(nodes.items())},
+        }
         try:
             self._write(path, payload, dict(nodes))
         except OSError as exc:
@@ -268,6 +277,32 @@ class StateStore:
                 continue
             removed = True
         return removed
+
+
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+@functools.cache
+def _boot() -> str | None:
+    """This boot's id: the monotonic clock's times mean something only within one boot."""
+    try:
+        return BOOT_ID.read_text(encoding="ascii").strip() or None
+    except OSError:
+        return None
+
+
+def _clock() -> dict[str, object]:
+    return {"kind": "monotonic", "boot": _boot()}
+
+
+def _same_clock(written: object) -> bool:
+    """The file's times count on this process's monotonic clock (same boot, known boot)."""
+    return (
+        isinstance(written, dict)
+        and written.get("kind") == "monotonic"
+        and _boot() is not None
+        and written.get("boot") == _boot()
+    )
 
 
 def _node(text: str) -> NodeAddress:

@@ -26,8 +26,16 @@ JSON = "application/json"
 
 
 class Board:
-    def __init__(self, settings: Settings, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        # ages are measured on the monotonic clock (a wall-clock step neither makes a stuck
+        # daemon look fresh nor a healthy one stale); the wall clock only stamps the metrics
         self.clock = clock
+        self.wall = wall
         self.checker = settings.checker.value
         self.started_at = clock()
         self._lock = threading.Lock()
@@ -62,6 +70,7 @@ class Board:
 
     def record(self, results: Iterable[PassResult]) -> None:
         finished_at = self.clock()
+        stamped_at = self.wall()
         metrics = self.metrics
         with self._lock:
             for result in results:
@@ -74,7 +83,7 @@ class Board:
                     else before.after(result, finished_at)
                 )
                 if metrics is not None:
-                    metrics.observe(result, finished_at)
+                    metrics.observe(result, stamped_at)
 
     def health(self) -> Health:
         with self._lock:

@@ -56,7 +56,8 @@ METRICS: tuple[MetricSpec, ...] = (
         ("cause",),
         "Passes the daemon started before their time: closed (a probe connection closed by its "
         "server), changed (a writer's state changed), unanswered (a writer did not answer the "
-        "watch), recheck (a probe failed: asked again at once).",
+        "watch), recheck (a probe failed: asked again at once; or a node's hysteresis is "
+        "spent: asked again then).",
     ),
     MetricSpec(
         "pass_duration_seconds",
@@ -253,7 +254,7 @@ class DaemonMetrics:
             if self.brownouts:
                 memory = decision.memory.get(node)
                 samples = memory.queue_samples if memory else ()
-                seconds = max(0.0, finished_at - samples[0][0]) if samples else 0.0
+                seconds = max(0.0, samples[-1][0] - samples[0][0]) if samples else 0.0
                 self._gauge("brownout_seconds").labels(name, label).set(seconds)
 
     def _forget_nodes(self, cluster: str, current: set[NodeAddress]) -> None:

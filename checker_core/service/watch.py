@@ -8,8 +8,11 @@ leave writes failing for nothing:
 - every run.watch_interval_ms the writers are asked the probe's one question on their open
   connection; a different answer (reject, desync, read_only, another view of the group), an
   error or no answer starts a pass;
-- a probe that failed in the last pass, on a node the pass before heard (or one still counted
-  towards retry_down), is asked again at once by the next pass, not one interval later.
+- a probe that failed in the last pass, on a node the pass before heard, is asked again at once
+  by the next pass, not one interval later;
+- a node its hysteresis holds (suspect, recovering) is asked again as soon as one more probe can
+  move it: when its streak has spanned the time retry_down / retry_up ask for. A recheck asks
+  sooner; it never spends the hysteresis faster.
 The pass itself is the same pass: this changes when it runs, never what it decides.
 """
 
@@ -40,7 +43,7 @@ class Cause(enum.Enum):
     CLOSED = ("closed", "a probe connection was closed or reset by its server")
     CHANGED = ("changed", "a writer's state changed")
     UNANSWERED = ("unanswered", "a writer did not answer the watch's question")
-    RECHECK = ("recheck", "a probe failed: the node is probed again at once")
+    RECHECK = ("recheck", "a probe failed, or a node's hysteresis is spent: it is probed again")
 
     def __init__(self, label: str, meaning: str) -> None:
         self.label = label
@@ -85,22 +88,29 @@ def watched_writers(results: Sequence[PassResult], policy: Policy) -> tuple[Watc
 def rechecks(
     results: Sequence[PassResult], heard_before: Mapping[str, frozenset[NodeAddress]]
 ) -> tuple[NodeAddress, ...]:
-    """Nodes whose probe failed in these passes and that are worth asking again at once: the
-    pass before heard them (a new failure), or retry_down still counts them as routable. A node
-    that stays down is not asked again and again: it waits for the cadence."""
+    """Nodes whose probe failed in these passes and that the pass before heard: a new failure,
+    asked again at once. A node that stays down is not asked again and again: it waits for the
+    cadence, or for its hysteresis (`due`)."""
     found: set[NodeAddress] = set()
     for result in results:
         if result.decision is None or result.decision.blind:
             continue
         before = heard_before.get(result.cluster, frozenset())
         for node, probe in result.probes.items():
-            if probe.answered:
-                continue
-            memory = result.decision.memory.get(node)
-            pending = memory is not None and memory.routable and memory.bad_streak > 0
-            if node in before or pending:
+            if not probe.answered and node in before:
                 found.add(node)
     return tuple(sorted(found))
+
+
+def due(results: Sequence[PassResult]) -> dict[NodeAddress, float]:
+    """When one more probe can move a node its hysteresis holds (monotonic): the pass then."""
+    found: dict[NodeAddress, float] = {}
+    for result in results:
+        if result.decision is None or result.decision.blind:
+            continue
+        for node, at in result.decision.due.items():
+            found[node] = min(at, found.get(node, at))
+    return found
 
 
 def heard(results: Sequence[PassResult]) -> dict[str, frozenset[NodeAddress]]:
@@ -149,12 +159,14 @@ class BetweenPasses:
         self.monotonic = monotonic
         self._watched: tuple[Watched, ...] = ()
         self._recheck: tuple[NodeAddress, ...] = ()
+        self._due: dict[NodeAddress, float] = {}
         self._heard: dict[str, frozenset[NodeAddress]] = {}
         self.questions = 0  # writer questions asked (bench: the watch's cost)
 
     def observe(self, results: Sequence[PassResult]) -> None:
         """What the passes just run saw: the writers to ask, the nodes to probe again."""
         self._recheck = rechecks(results, self._heard)
+        self._due = due(results)
         self._heard = {**self._heard, **heard(results)}
         self._watched = watched_writers(results, self.policy)
 
@@ -165,11 +177,17 @@ class BetweenPasses:
             names = ", ".join(map(str, nodes))
             return Trigger(Cause.RECHECK, nodes, f"probe of {names} failed")
         next_question = self.monotonic() + self.watch_s
+        recheck_at = min(self._due.values(), default=math.inf)
         while not stop.is_set():
             now = self.monotonic()
             if now >= until:
                 return None
-            wake = until
+            if now >= recheck_at:
+                nodes = tuple(sorted(n for n, at in self._due.items() if at <= now))
+                self._due = {}
+                names = ", ".join(map(str, nodes))
+                return Trigger(Cause.RECHECK, nodes, f"{names}: its hysteresis is spent")
+            wake = min(until, recheck_at)
             asking = self.watch_s > 0 and bool(self._watched)
             if asking:
                 wake = min(wake, next_question)

@@ -444,7 +444,8 @@ KEYS: tuple[Key, ...] = (
         "retry_up",
         int,
         0,
-        "Good probes in a row before a node is routed again.",
+        "Good probes in a row before a node is routed again, spanning at least retry_up - 1 "
+        "intervals less half of one.",
         minimum=0,
         maximum=1000,
     ),
@@ -453,7 +454,8 @@ KEYS: tuple[Key, ...] = (
         "retry_down",
         int,
         0,
-        "Bad probes in a row before a node is taken out.",
+        "Bad probes in a row before a node is taken out, spanning at least retry_down - 1 "
+        "intervals less half of one (a recheck asks sooner; it does not spend this faster).",
         minimum=0,
         maximum=1000,
     ),

@@ -82,6 +82,7 @@ def test_partition_heals_and_the_writer_rejoins_without_a_second_writer(
 ) -> None:
     n1, n2, n3 = cluster.addresses()
     crig.write_config(fail_back=fail_back, retry_up=2)
+    crig.paced = True  # retry_up counts in time: passes one interval apart, as the scheduler's
     one_pass(crig)
     with WriterSampler(crig.proxysql) as sampler:
         with cluster.fault():
@@ -167,6 +168,7 @@ def test_slow_link_to_a_reader_flaps_only_without_retry_down(
     slow probe moves nothing (no LOAD)."""
     n1, n2, n3 = cluster.addresses()
     crig.write_config(retry_down=retry_down, writer_is_also_reader=1)
+    crig.paced = True
     one_pass(crig)
     assert crig.readers == {n1, n2, n3}
     version = crig.load_version()
@@ -198,6 +200,7 @@ def test_writer_cut_from_the_checker_only_is_replaced_while_the_cluster_stays_wh
     retry_down bad probes the writer is replaced, and the pass lines say why."""
     n1, n2 = cluster.address(1), cluster.address(2)
     crig.write_config(retry_down=2)
+    crig.paced = True
     one_pass(crig)
     with WriterSampler(crig.proxysql) as sampler, cluster.fault():
         cluster.cut_from_checker(1)
@@ -224,6 +227,7 @@ def test_lossy_link_to_the_writer_moves_it_only_after_retry_down_bad_probes_in_a
     earlier, and every pass line names its verdict (S4, G1)."""
     n1 = cluster.address(1)
     crig.write_config(retry_down=2)
+    crig.paced = True
     one_pass(crig)
     streak = 0
     with WriterSampler(crig.proxysql) as sampler, cluster.fault():

@@ -38,6 +38,9 @@ def admin_for(lab: Any) -> AdminClient:
     return AdminClient.connect(ProxySQLSettings(lab.admin_host, lab.admin_port, endpoint))
 
 
+INTERVAL_MS = 2000  # the rig's run.interval_ms, unless a test sets its own
+
+
 @dataclass
 class PassRun:
     """One finished checker process: exit code, output, and its parsed JSON log lines."""
@@ -68,6 +71,10 @@ class Rig:
     monitor_settings: dict[str, object] = field(default_factory=dict)
     # a [node_admin] section (the account the lab grants; a GR switchover runs as it)
     node_admin: bool = False
+    # `run` passes start one run.interval_ms apart, as ProxySQL's scheduler starts them: what a
+    # test of retry_down / retry_up needs, since those count in time as well as in probes
+    paced: bool = False
+    _last_pass: float | None = None
 
     def __post_init__(self) -> None:
         self.state_dir = self.tmp / "state"
@@ -93,7 +100,7 @@ class Rig:
             f'password_file = "{secrets / "node_admin"}"',
         ]
         run = {
-            "interval_ms": 2000,
+            "interval_ms": INTERVAL_MS,
             "max_runtime_ms": 1800,
             "state_dir": str(self.state_dir),
             "log_format": "json",
@@ -196,6 +203,8 @@ class Rig:
 
     def run(self, *args: str, env: Mapping[str, str] | None = None) -> PassRun:
         """Run a command as ProxySQL's scheduler would: absolute path, empty environment."""
+        if self.paced and not args:
+            self._pace()
         done = subprocess.run(
             self.argv(*(args or ("run",))),
             env=child_env(env),
@@ -205,6 +214,12 @@ class Rig:
             check=False,
         )
         return PassRun(done.returncode, done.stdout, done.stderr, parse_logs(done.stderr))
+
+    def _pace(self) -> None:
+        interval_s = int(str(self.run_settings.get("interval_ms", INTERVAL_MS))) / 1000
+        if self._last_pass is not None:
+            time.sleep(max(0.0, self._last_pass + interval_s - time.monotonic()))
+        self._last_pass = time.monotonic()
 
     def passes(self, count: int) -> list[PassRun]:
         results = [self.run() for _ in range(count)]

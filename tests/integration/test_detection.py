@@ -81,14 +81,15 @@ def test_a_writer_that_stops_taking_writes_is_acted_on_at_once(
         assert daemon.stop() == 0
 
 
-def test_a_failed_probe_is_asked_again_at_once(
+def test_a_failed_probe_is_asked_again_at_once_and_the_node_leaves_when_retry_down_is_spent(
     rig: Rig, galera: Any, nodes: list[NodeAddress]
 ) -> None:
-    """retry_down 2: the first refused probe only counts; the watch asks again at once, and the
-    second takes the node out, long before the minute's interval."""
+    """retry_down 2 at an 8 s interval: the first refused probe only counts; the watch asks again
+    at once, which counts but cannot spend retry_down's 4 s; the node leaves in the pass the
+    watch starts once they are spent, before the next regular pass."""
     _, _, n3 = nodes
     rig.write_config(retry_down=2)
-    daemon = started(rig, watch_interval_ms=0)
+    daemon = started(rig, watch_interval_ms=0, interval_ms=8000)
     try:
         galera.kill(3)
         # its connection closed: a pass at once, where one bad probe of two only counts
@@ -99,7 +100,12 @@ def test_a_failed_probe_is_asked_again_at_once(
         recheck = daemon.next_event("watch", timeout=SOON_S)
         assert f"probe of {n3} failed" in recheck["summary"], said(daemon, rig)
         second = daemon.next_pass(timeout=SOON_S)
-        assert second["outcome"] == "changed", said(daemon, rig)
+        assert second["outcome"] == "unchanged", said(daemon, rig)
+        assert n3 not in rig.offline, "two probes at once must not spend retry_down"
+        spent = daemon.next_event("watch", timeout=SOON_S)
+        assert f"{n3}: its hysteresis is spent" in spent["summary"], said(daemon, rig)
+        third = daemon.next_pass(timeout=SOON_S)
+        assert third["outcome"] == "changed", said(daemon, rig)
         assert n3 in rig.offline
     finally:
         assert daemon.stop() == 0

@@ -92,6 +92,7 @@ def test_old_writer_returns(
 ) -> None:
     n1, n2, _ = nodes
     rig.write_config(fail_back=fail_back, retry_up=2)
+    rig.paced = True  # retry_up counts in time: two good probes one interval apart
     rig.passes(1)
     galera.kill(1)
     rig.passes(1)
@@ -227,6 +228,7 @@ def test_frozen_writer_pass_still_ends_and_fails_over_after_retry_down(
 ) -> None:
     n1, n2, _ = nodes
     rig.write_config(retry_down=2)
+    rig.paced = True  # retry_down counts in time: two bad probes one interval apart
     rig.passes(1)
     galera.freeze(1)
     first = rig.run()

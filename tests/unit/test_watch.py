@@ -19,6 +19,7 @@ from checker_core.service.watch import (
     Cause,
     Watched,
     changed,
+    due,
     rechecks,
     watched_writers,
 )
@@ -103,14 +104,16 @@ def test_a_new_failure_is_asked_again_and_a_lasting_one_is_not() -> None:
     assert rechecks([still_down], heard_without) == ()
 
 
-def test_a_failure_retry_down_still_counts_is_asked_again() -> None:
+def test_a_failure_retry_down_still_counts_is_not_asked_again_at_once() -> None:
+    """Asked at once again and again, it would spend retry_down in a burst of passes."""
     first = galera_pass(steady(N1), apply=False)
     died = galera_pass(after(first), {N3: probe_down(N3)})
     assert died.decision is not None
     memory = dict(died.decision.memory)
-    memory[N3] = replace(memory[N3], routable=True, bad_streak=1)
-    pending = replace(died, decision=replace(died.decision, memory=memory))
-    assert rechecks([pending], {"main": frozenset({N1, N2})}) == (N3,)
+    memory[N3] = replace(memory[N3], routable=True, bad_streak=1, bad_since=10.0)
+    pending = replace(died, decision=replace(died.decision, memory=memory, due={N3: 13.0}))
+    assert rechecks([pending], {"main": frozenset({N1, N2})}) == ()
+    assert due([pending]) == {N3: 13.0}
 
 
 # ---------------------------------------------------------------- the wait, on real sockets
@@ -196,3 +199,19 @@ def test_a_stop_request_ends_the_wait(prober: SocketProber) -> None:
     threading.Timer(0.05, stop.set).start()
     assert wait.wait(time.monotonic() + 60, stop) is None
     assert stop.is_set()
+
+
+def test_a_node_held_by_its_hysteresis_is_asked_again_when_that_is_spent(
+    prober: SocketProber,
+) -> None:
+    wait = between(prober, 0)
+    quiet = galera_pass(steady(N1), apply=False)
+    assert quiet.decision is not None
+    spent_at = time.monotonic() + 0.2
+    held = replace(quiet, decision=replace(quiet.decision, due={N3: spent_at}))
+    wait.observe([held])
+    trigger = wait.wait(time.monotonic() + 60, threading.Event())
+    assert time.monotonic() >= spent_at, "not before its streak spanned the time"
+    assert trigger is not None and trigger.cause is Cause.RECHECK
+    assert trigger.nodes == (N3,)
+    assert wait.wait(time.monotonic() + 0.1, threading.Event()) is None, "asked once"
