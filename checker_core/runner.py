@@ -71,6 +71,9 @@ class Outcome(enum.Enum):
     STANDBY = ("standby", Exit.OK)
     # acting, but the cluster saw a LOAD in this same second: the changes go in the next pass
     DEFERRED = ("deferred", Exit.OK)
+    # acting, but no LOAD can propagate: the cluster's newest epoch is ahead of this proxy's
+    # clock by more than a second (clock skew or a step back); a failure until the clocks agree
+    CLOCK_SKEW = ("clock_skew", Exit.FAILED)
     FAILED = ("failed", Exit.FAILED)
     BAD_INPUT = ("bad_input", Exit.BAD_INPUT)
 
@@ -271,7 +274,7 @@ class PassResult:
             action = self.decision.sight.reason
         elif self.outcome is Outcome.STANDBY and self.leadership is not None:
             action = f"{self.leadership.reason}; {changes} change(s) seen, not applied"
-        elif self.outcome is Outcome.DEFERRED:
+        elif self.outcome in (Outcome.DEFERRED, Outcome.CLOCK_SKEW):
             action = f"{changes} change(s) not applied yet: {self.message}"
         else:
             action = self.message
@@ -753,6 +756,9 @@ class PassRunner:
         progress.leadership = leadership
         if leadership.split:
             progress.warn(leadership.split)
+        if leadership.clock_skew_s and not decision.plan.needs_load:
+            # nothing held yet: said before it holds a failover
+            progress.warn(f"clock skew, the next LOAD would be held: {leadership.load_wait}")
         if mode is not Mode.APPLY:
             self._act_on_nodes(progress, cluster, acting=False)
             return self._finish(progress, Outcome.PLANNED, "planned")
@@ -763,7 +769,8 @@ class PassRunner:
             # peers in the same second split a ProxySQL Cluster for good
             held = (Outcome.STANDBY, leadership.reason)
         elif leadership.load_wait and decision.plan.needs_load:
-            held = (Outcome.DEFERRED, leadership.load_wait)
+            skewed = leadership.clock_skew_s > 0
+            held = (Outcome.CLOCK_SKEW if skewed else Outcome.DEFERRED, leadership.load_wait)
         elif paused is not None:
             held = (Outcome.PAUSED, f"paused by {paused}")
         if held is not None:

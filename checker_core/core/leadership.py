@@ -49,6 +49,10 @@ class Leadership:
     # why this pass must not LOAD though it acts: a LOAD in the same second as the last one
     # anywhere in the cluster carries no newer epoch, and the peers would never pull it
     load_wait: str | None = None
+    # the cluster's newest mysql_servers epoch is this many seconds ahead of the local proxy's
+    # clock (a peer's clock ahead, this host's clock stepped back): no LOAD here can carry a
+    # newer epoch until the clock gets there, which is no "same second" wait but a fault
+    clock_skew_s: int = 0
 
     @property
     def acts(self) -> bool:

@@ -199,8 +199,8 @@ def choose_actor(view: ProxyClusterView, memory: PeerMemory) -> Leadership:
         if a in in_list and a not in since
     }
     remembered = PeerMemory(since, acting, True, not majority, gone, float(now))
-    wait = _load_wait(view) if role is Role.ACTING else None
-    return Leadership(role, acting, tuple(alive), reason, split, remembered, wait)
+    wait, skew = _load_wait(view) if role is Role.ACTING else (None, 0)
+    return Leadership(role, acting, tuple(alive), reason, split, remembered, wait, skew)
 
 
 def _back_since(address: ProxyAddress, started: float, memory: PeerMemory, now: int) -> float:
@@ -256,17 +256,28 @@ def _reason(
     return f"standby: {acting} acts ({count}){change}{wait}"
 
 
-def _load_wait(view: ProxyClusterView) -> str | None:
+def _load_wait(view: ProxyClusterView) -> tuple[str | None, int]:
     """ProxySQL peers pull only a newer epoch, counted in whole seconds: a LOAD in the second
-    of the last one (ours, or a peer's pull) would stay on this proxy for good."""
+    of the last one (ours, or a peer's pull) would stay on this proxy for good. An epoch more
+    than that ahead of the local clock is a clock fault, returned as its size: waiting for it
+    would hold every LOAD (a failover too) for as long as the skew."""
     epochs = [e for e in (view.own_epoch, *(p.epoch for p in view.peers)) if e is not None]
     latest = max(epochs, default=None)
     if latest is None or latest < view.now:
-        return None
+        return None, 0
+    ahead = latest - view.now
+    if ahead * 1000 <= CLOCK_RESOLUTION_MS:
+        return (
+            f"LOAD deferred to the next pass: mysql_servers was loaded in this same second "
+            f"(epoch {latest}) and the peers would not pull a LOAD with no newer epoch"
+        ), 0
     return (
-        f"LOAD deferred to the next pass: mysql_servers was loaded in this same second "
-        f"(epoch {latest}) and the peers would not pull a LOAD with no newer epoch"
-    )
+        f"LOAD held: the ProxySQL Cluster's newest mysql_servers epoch ({latest}) is {ahead} s "
+        f"ahead of this proxy's clock ({view.now}): a peer's clock runs ahead, or this host's "
+        "clock stepped back. A LOAD here would carry an older epoch, which the peers never "
+        "pull and which this proxy replaces with theirs; fix the clocks (NTP), or LOAD "
+        "mysql_servers on a proxy whose clock is ahead"
+    ), ahead
 
 
 def _split(view: ProxyClusterView, acting: ProxyAddress) -> str | None:

@@ -58,6 +58,13 @@ BLIND_TWICE = (
             True,
         ),
         (((START + 1, Outcome.BLIND),), START + 1.5, False),  # never a success
+        # a LOAD held by the clocks: the checker is not doing its job, whatever it probes
+        (((START + 1, Outcome.UNCHANGED), (START + 3, Outcome.CLOCK_SKEW)), START + 6.9, True),
+        (
+            ((START + 1, Outcome.UNCHANGED), *((START + t, Outcome.CLOCK_SKEW) for t in (3, 5, 7))),
+            START + 7.5,
+            False,
+        ),
     ],
 )
 def test_health_rule(passes: tuple[tuple[float, Outcome], ...], now: float, healthy: bool) -> None:

@@ -350,3 +350,18 @@ def test_the_acting_checker_never_loads_twice_in_one_second_of_the_cluster() -> 
     assert choose_actor(older, PeerMemory()).load_wait is None
     standby = replace(view(P2, peer(P1), peer(P2)), own_epoch=NOW)
     assert choose_actor(standby, PeerMemory()).load_wait is None, "a standby never LOADs"
+
+
+def test_an_epoch_ahead_of_the_clock_is_a_clock_fault_not_a_wait() -> None:
+    """A peer whose clock runs an hour ahead LOADed (or this host's clock stepped back an
+    hour): the wait would hold every LOAD, a failover too, for an hour. It is said as such."""
+    base = view(P1, peer(P1), peer(P2), peer(P3))
+    same_second = choose_actor(replace(base, own_epoch=NOW), PeerMemory())
+    assert same_second.clock_skew_s == 0
+    ahead = replace(base, peers=(peer(P1), replace(peer(P2), epoch=NOW + 3600), peer(P3)))
+    held = choose_actor(ahead, PeerMemory())
+    assert held.clock_skew_s == 3600
+    assert held.load_wait is not None and "3600 s ahead of this proxy's clock" in held.load_wait
+    assert "same second" not in held.load_wait
+    stepped_back = choose_actor(replace(base, own_epoch=NOW + 3600), PeerMemory())
+    assert stepped_back.clock_skew_s == 3600
