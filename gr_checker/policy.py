@@ -70,11 +70,13 @@ class GrFacts:
 
     @property
     def watch_key(self) -> tuple[object, ...]:
-        """What a writer's state is made of: its flags, its view of the group, and whether its
-        applier queue is empty (a held primary is released when it drains); the queue's length
-        moves under load alone. The daemon's watch starts a pass when this changes."""
+        """What a writer's state is made of: its flags, its view of the group, and, while it is
+        super_read_only (a new primary held in its brownout), whether its applier queue is empty:
+        that releases it. A writable member's queue empties and fills under load alone (every
+        writer of a multi-primary group's), which is noise, not a state. The daemon's watch
+        starts a pass when this changes."""
         view = tuple(sorted((m.member_id, m.state, m.role) for m in self.members))
-        drained = not self.applier_queue
+        drained = not self.applier_queue if self.super_read_only else None
         return (
             self.server_uuid,
             self.super_read_only,

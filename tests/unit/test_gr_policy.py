@@ -306,3 +306,21 @@ def test_gr_invariants(
     if not any(r.status is ServerStatus.OFFLINE_SOFT for r in decision.plan.desired):
         assert again.plan.changes == ()
     assert run(live, probes, **cluster).plan == decision.plan
+
+
+def test_a_writable_members_queue_is_no_state_for_the_watch() -> None:
+    """Every writer of a multi-primary group under writes has an applier queue that empties and
+    fills: the watch must not start a pass for each flicker."""
+    members = view(None, multi=True)
+    idle = facts(M1, members, sro=False, queue=0, multi=True).facts
+    busy = facts(M1, members, sro=False, queue=7, multi=True).facts
+    assert isinstance(idle, GrFacts) and isinstance(busy, GrFacts)
+    assert idle.watch_key == busy.watch_key
+
+
+def test_a_held_primary_draining_its_queue_is_a_state_for_the_watch() -> None:
+    members = view(M2)
+    held = facts(M2, members, sro=True, queue=40).facts
+    drained = facts(M2, members, sro=True, queue=0).facts
+    assert isinstance(held, GrFacts) and isinstance(drained, GrFacts)
+    assert held.watch_key != drained.watch_key
