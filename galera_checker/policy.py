@@ -161,6 +161,10 @@ class GaleraPolicy:
     def watch_key(self, facts: object) -> object:
         return facts.watch_key if isinstance(facts, GaleraFacts) else None
 
+    def identity(self, facts: object) -> str | None:
+        """The gcomm uuid: a restarted mysqld at the same address is another member."""
+        return facts.get("wsrep_gcomm_uuid") or None if isinstance(facts, GaleraFacts) else None
+
     def choose_writers(
         self,
         verdicts: Mapping[NodeAddress, Verdict],

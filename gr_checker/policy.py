@@ -95,8 +95,10 @@ def judge_group(
     probes: Mapping[NodeAddress, ProbeResult],
     max_transactions_behind: int,
     lagging_before: Mapping[NodeAddress, bool],
+    known: Mapping[NodeAddress, str] | None = None,
 ) -> dict[NodeAddress, Verdict]:
-    """R2-R6 for every probed node, each view checked against the majority's."""
+    """R2-R6 for every probed node, each view checked against the majority's. `known`: the
+    server_uuid each node last answered with, to find a silent one in the others' views."""
     quorum_views = [
         f for f in (_facts(p) for p in probes.values()) if f is not None and f.has_quorum
     ]
@@ -104,7 +106,8 @@ def judge_group(
     for node, probe in probes.items():
         facts = _facts(probe)
         if facts is None:
-            verdicts[node] = _unprobed(node, probe, quorum_views)
+            uuid = (known or {}).get(node)
+            verdicts[node] = _unprobed(node, probe, quorum_views, uuid)
             continue
         verdicts[node] = _judge(
             node, facts, quorum_views, max_transactions_behind, lagging_before.get(node, False)
@@ -112,17 +115,34 @@ def judge_group(
     return verdicts
 
 
-def _unprobed(node: NodeAddress, probe: ProbeResult | None, quorum_views: list[GrFacts]) -> Verdict:
+def _unprobed(
+    node: NodeAddress, probe: ProbeResult | None, quorum_views: list[GrFacts], uuid: str | None
+) -> Verdict:
     """A member the checker could not probe: the group's majority knows better than a failed
     connect. When most of the views with quorum do not see it ONLINE (UNREACHABLE, gone from
-    the group), it is out at once; otherwise its own probe counts, after retry_down."""
+    the group), it is out at once; otherwise its own probe counts, after retry_down.
+
+    The member is found in the views by the server_uuid it last answered with; by its address
+    only while that is unknown. MEMBER_HOST is the server's hostname unless report_host is set,
+    so an address that names no member proves nothing: then its own probe counts."""
     own = unreachable(node, probe)
     if not quorum_views:
         return own
-    states = [
-        next((m.state for m in view.members if m.address == node), "missing")
-        for view in quorum_views
-    ]
+
+    def row(view: GrFacts) -> Member | None:
+        if uuid is not None:
+            return next((m for m in view.members if m.member_id == uuid), None)
+        return next((m for m in view.members if m.address == node), None)
+
+    rows = [row(view) for view in quorum_views]
+    if uuid is None and not any(rows):
+        return replace(
+            own,
+            reason=f"{own.reason}; no member of the group's views is at {node} (MEMBER_HOST:"
+            "MEMBER_PORT differ from the roster's address: set report_host / report_port) and "
+            "its server_uuid was never probed",
+        )
+    states = [m.state if m is not None else "missing" for m in rows]
     online = states.count("ONLINE")
     if online * 2 > len(quorum_views):
         return own
@@ -241,10 +261,15 @@ class GroupReplicationPolicy:
         memory: Mapping[NodeAddress, NodeMemory],
     ) -> dict[NodeAddress, Verdict]:
         lagging = {node: m.lagging for node, m in memory.items()}
-        return judge_group(probes, cluster.max_transactions_behind, lagging)
+        known = {node: m.identity for node, m in memory.items() if m.identity}
+        return judge_group(probes, cluster.max_transactions_behind, lagging, known)
 
     def watch_key(self, facts: object) -> object:
         return facts.watch_key if isinstance(facts, GrFacts) else None
+
+    def identity(self, facts: object) -> str | None:
+        """The server_uuid: how the group's views name the member, whatever MEMBER_HOST says."""
+        return facts.server_uuid or None if isinstance(facts, GrFacts) else None
 
     def choose_writers(
         self,
@@ -290,6 +315,8 @@ class GroupReplicationPolicy:
                     f"assumed {what.label}"
                 )
         down = {n for n, what in assumed.items() if what is Assumed.DOWN}
+        # found in the views by server_uuid: MEMBER_HOST need not be the roster's address
+        gone_ids = {f.server_uuid for n in down if (f := _facts(probes.get(n))) is not None}
         result: dict[NodeAddress, ProbeResult] = {}
         for node, probe in probes.items():
             facts = _facts(probe)
@@ -299,31 +326,34 @@ class GroupReplicationPolicy:
             if facts is None:
                 result[node] = probe
                 continue
-            seen = _without(facts, down)
+            seen = _without(facts, down, gone_ids)
             if assumed.get(node) is Assumed.LAGGING:
                 seen = replace(seen, applier_queue=cluster.max_transactions_behind + 1)
             result[node] = replace(probe, facts=seen)
         return result
 
 
-def _without(facts: GrFacts, down: set[NodeAddress]) -> GrFacts:
-    """One member's view once the group has acted on `down`: expelled while the rest hold a
-    majority (a lost primary replaced by the lowest server_uuid left), UNREACHABLE otherwise."""
-    gone = [m for m in facts.members if m.address in down]
+def _without(facts: GrFacts, down: set[NodeAddress], down_ids: set[str]) -> GrFacts:
+    """One member's view once the group has acted on `down` (`down_ids`: their server_uuids,
+    where they answered): expelled while the rest hold a majority (a lost primary replaced by
+    the lowest server_uuid left), UNREACHABLE otherwise."""
+
+    def is_down(member: Member) -> bool:
+        return member.member_id in down_ids or member.address in down
+
+    gone = [m for m in facts.members if is_down(m)]
     if not gone:
         return facts
-    left = [m for m in facts.members if m.address not in down and m.state == "ONLINE"]
+    left = [m for m in facts.members if not is_down(m) and m.state == "ONLINE"]
     if len(left) * 2 <= len(facts.members):
-        members = tuple(
-            replace(m, state="UNREACHABLE") if m.address in down else m for m in facts.members
-        )
+        members = tuple(replace(m, state="UNREACHABLE") if is_down(m) else m for m in facts.members)
         return replace(facts, members=members)
     lost_primary = facts.single_primary and any(m.role == "PRIMARY" for m in gone)
     elected = min(left, key=lambda m: m.member_id).member_id if lost_primary else None
     kept = tuple(
         replace(m, role="PRIMARY") if m.member_id == elected else m
         for m in facts.members
-        if m.address not in down
+        if not is_down(m)
     )
     writable = facts.server_uuid == elected
     if writable:

@@ -47,6 +47,10 @@ class Policy(Protocol):
         watch between passes compares it with the last pass's."""
         ...
 
+    def identity(self, facts: object) -> str | None:
+        """Who the node is, as its probe says (not where it is): remembered per node."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Decision:
@@ -159,10 +163,13 @@ def decide(
             interval_s=interval_s,
         )
         verdicts[node] = settled
+        probe = probes.get(node)
+        said = policy.identity(probe.facts) if probe is not None and probe.answered else None
         remembered[node] = replace(
             node_memory,
             lagging=verdict.state is State.LAGGING,
             queue_samples=queue_history(verdict, node_memory, now),
+            identity=said or node_memory.identity,
         )
     writers, how = policy.choose_writers(verdicts, roster, layout, cluster)
     rules = RoleRules(

@@ -30,6 +30,9 @@ class NodeMemory:
     queue_samples: tuple[tuple[float, int], ...] = field(default=())
     bad_since: float | None = None  # the first bad probe of the streak
     good_since: float | None = None  # the first good probe of the streak
+    # who answered at this address when it last answered (Galera: its gcomm uuid, a new one per
+    # process; GR: its server_uuid): a node is who it is, not where it is
+    identity: str | None = None
 
     def without_times(self) -> NodeMemory:
         """The counters alone, for times of another clock (before a reboot, a wall clock)."""
@@ -45,6 +48,7 @@ class NodeMemory:
             "queue_samples": [list(s) for s in self.queue_samples],
             "bad_since": self.bad_since,
             "good_since": self.good_since,
+            "identity": self.identity,
         }
 
     @classmethod
@@ -62,6 +66,7 @@ class NodeMemory:
             queue_samples=tuple((float(t), int(q)) for t, q in samples),
             bad_since=None if bad_since is None else float(str(bad_since)),
             good_since=None if good_since is None else float(str(good_since)),
+            identity=None if data.get("identity") is None else str(data.get("identity")),
         )
 
 

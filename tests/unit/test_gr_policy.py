@@ -15,6 +15,7 @@ from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, ServerStatus, sort_rows
 from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.core.verdict import State
+from checker_core.core.whatif import Assumed
 from checker_core.runner import Outcome, PassResult
 from gr_checker.policy import GrFacts, GroupReplicationPolicy, Member
 from tests.unit.galera_cases import HG, cluster_settings, templates
@@ -324,3 +325,70 @@ def test_a_held_primary_draining_its_queue_is_a_state_for_the_watch() -> None:
     drained = facts(M2, members, sro=True, queue=0).facts
     assert isinstance(held, GrFacts) and isinstance(drained, GrFacts)
     assert held.watch_key != drained.watch_key
+
+
+# ------------------------------------------------ members whose MEMBER_HOST is a hostname
+
+HOSTNAMES = {M1: "db1.internal", M2: "db2.internal", M3: "db3.internal"}
+
+
+def named_view(primary: NodeAddress) -> tuple[Member, ...]:
+    """replication_group_members without report_host: the servers' hostnames, not the roster's
+    addresses."""
+    return tuple(
+        Member(UUID[n], HOSTNAMES[n], 3306, "ONLINE", "PRIMARY" if n == primary else "SECONDARY")
+        for n in MEMBERS
+    )
+
+
+def named_group(primary: NodeAddress = M1) -> dict[NodeAddress, ProbeResult]:
+    members = named_view(primary)
+    found = {}
+    for node in MEMBERS:
+        me = UUID[node]
+        super_ro = node != primary
+        gr = GrFacts(me, super_ro, super_ro, True, members, 0, 0, 1000)
+        found[node] = ProbeResult(node, gr, None, 1.0)
+    return found
+
+
+def test_one_timeout_of_a_primary_named_by_hostname_is_tolerated_by_retry_down() -> None:
+    first = run(steady(M1), named_group(M1), retry_down=2)
+    assert first.memory[M1].identity == UUID[M1]
+    probes = named_group(M1)
+    probes[M1] = ProbeResult(M1, None, "timed out (no answer within 500 ms)", 500.0)
+    blip = run(steady(M1), probes, memory=first.memory, retry_down=2)
+    assert blip.verdicts[M1].state is State.SUSPECT, blip.verdicts[M1].reason
+    assert online(blip, HG.writer) == {M1}
+
+
+def test_a_silent_member_never_probed_and_found_by_no_address_counts_on_its_own_probe() -> None:
+    probes = named_group(M1)
+    probes[M3] = ProbeResult(M3, None, "timed out (no answer within 500 ms)", 500.0)
+    decision = run(steady(M1), probes, retry_down=2)
+    verdict = decision.verdicts[M3]
+    assert verdict.state is State.SUSPECT, verdict.reason
+    assert "report_host" in verdict.reason
+
+
+def test_a_member_the_views_no_longer_hold_is_out_at_once_by_its_server_uuid() -> None:
+    first = run(steady(M1), named_group(M1), retry_down=3)
+    expelled = tuple(m for m in named_view(M1) if m.member_id != UUID[M3])
+    probes = {
+        n: replace(p, facts=replace(p.facts, members=expelled))  # type: ignore[type-var]
+        for n, p in named_group(M1).items()
+        if n != M3
+    }
+    probes[M3] = ProbeResult(M3, None, "timed out (no answer within 500 ms)", 500.0)
+    decision = run(steady(M1), probes, memory=first.memory, retry_down=3)
+    assert decision.verdicts[M3].state is State.OFFLINE, decision.verdicts[M3].reason
+
+
+def test_readiness_finds_a_primary_named_by_hostname() -> None:
+    policy = GroupReplicationPolicy()
+    assumed = policy.assume(named_group(M1), {M1: Assumed.DOWN}, cluster_settings())
+    m2 = assumed[M2].facts
+    assert isinstance(m2, GrFacts)
+    assert UUID[M1] not in {m.member_id for m in m2.members}, "expelled by the majority"
+    elected = min(UUID[M2], UUID[M3])
+    assert any(m.member_id == elected and m.role == "PRIMARY" for m in m2.members)
