@@ -72,6 +72,8 @@ class GaleraActions:
         self._deadline = self.monotonic() + after.budget_s
         cluster = after.cluster.name
         known = self.known.setdefault(cluster, {})
+        # the uuids the state file kept (a scheduler pass is a new process) and this pass's
+        known.update({n: m.identity for n, m in after.decision.memory.items() if m.identity})
         known.update(identities(after.probes))
         if after.decision.blind:
             return ActionsDone()
@@ -83,7 +85,12 @@ class GaleraActions:
         )
         said: list[str] = []
         if not after.acting:
-            said += [f"would evict {e.node} through {e.survivor} ({e.reason})" for e in wanted]
+            said += [
+                f"would evict {e.node} through {e.survivor} ({e.reason})"
+                if e.allowed
+                else f"would not evict {e.node} ({e.reason}): {e.withheld}"
+                for e in wanted
+            ]
             said += [f"would clear the eviction list of {c.node}" for c in clear]
             return ActionsDone(tuple(said))
         failed: list[str] = []
@@ -93,10 +100,15 @@ class GaleraActions:
             key = (cluster, eviction.node)
             if now - self.tried.get(key, -RETRY_S) < RETRY_S:
                 continue  # asked a moment ago: a dead node refuses pass after pass
+            self.tried[key] = now
+            if not eviction.allowed:
+                said.append(
+                    f"not evicting {eviction.node} ({eviction.reason}): {eviction.withheld}"
+                )
+                continue
             if self._left() <= 0:
                 failed.append(f"eviction of {eviction.node} not done: {PAST_DEADLINE}")
                 continue
-            self.tried[key] = now
             text, uuid = self._evict(eviction, after.node_admin)
             if uuid is not None:
                 done += 1

@@ -8,6 +8,13 @@ Only a refused connection counts as proof: the host answered (RST) and nothing l
 port, so mysqld is gone. A timeout proves nothing (SIGSTOP, a loaded host, a slow network): such
 a node is never evicted. Once the member is out of the survivors' view, the entries this checker
 made are cleared from the nodes that list them (see clearings).
+
+A member is who it is, not where it is: the one evicted is the process this checker saw alive at
+that address (the gcomm uuid it gave), never whoever is at the address now. A service manager
+restarts a killed mysqld within seconds, under a new uuid, its client port closed while it
+joins: evicting that one would keep it out. And survivors evict only while they are one Primary
+component (the same cluster state uuid and view) holding a majority of that view: a port refused
+on most nodes (a firewall, a wrong port) is no proof that most of the cluster died.
 """
 
 from __future__ import annotations
@@ -27,10 +34,15 @@ class Eviction:
     go on waiting for their own suspect_timeout before they agree on the new view."""
 
     node: NodeAddress
-    uuid: str | None  # None: found in the survivor's view by its address
+    uuid: str | None  # the gcomm uuid it gave while it lived; None: never seen, not evicted
     survivor: NodeAddress
     reason: str
     others: tuple[NodeAddress, ...] = ()
+    withheld: str | None = None  # why it is not evicted, though refused
+
+    @property
+    def allowed(self) -> bool:
+        return self.withheld is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +79,14 @@ def evictions(
     known: Mapping[NodeAddress, str],
     writers: Collection[NodeAddress],
 ) -> tuple[Eviction, ...]:
-    """The refused nodes of the roster to evict, each through a survivor in the Primary
-    component (a writer first). No survivor: nothing to evict through, nothing evicted."""
+    """The refused nodes of the roster, each to evict through a survivor in the Primary
+    component (a writer first), or withheld with the reason. No survivor: nothing to evict
+    through, nothing said."""
     survivors = sorted(n for n in roster if in_primary(probes.get(n)))
     if not survivors:
         return ()
     survivor = next((n for n in survivors if n in writers), survivors[0])
+    withheld = _no_majority(probes, survivors)
     found = []
     for node in sorted(roster):
         probe = probes.get(node)
@@ -80,17 +94,53 @@ def evictions(
             continue
         others = tuple(n for n in survivors if n != survivor)
         reason = f"connection refused: {probe.error}"
-        found.append(Eviction(node, known.get(node), survivor, reason, others))
+        uuid = known.get(node)
+        why = withheld
+        if why is None and uuid is None:
+            why = (
+                "its gcomm uuid was never seen while it lived, and whoever is at its address "
+                "now may be its restarted process"
+            )
+        found.append(Eviction(node, uuid, survivor, reason, others, why))
     return tuple(found)
+
+
+def _no_majority(
+    probes: Mapping[NodeAddress, ProbeResult], survivors: list[NodeAddress]
+) -> str | None:
+    """Why the survivors may not evict anyone: they are not one Primary component (state uuid,
+    view), or they are not a majority of its view. None: they may."""
+    views = {
+        (
+            f.get("wsrep_cluster_state_uuid"),
+            f.get("wsrep_cluster_conf_id"),
+            f.get("wsrep_cluster_size"),
+        )
+        for f in (facts_of(probes.get(n)) for n in survivors)
+        if f is not None
+    }
+    if len(views) != 1:
+        return f"the survivors do not agree on the view ({len(views)} different ones)"
+    ((_, _, size_text),) = views
+    try:
+        size = int(size_text or "")
+    except ValueError:
+        return "the survivors' view size (wsrep_cluster_size) is unknown"
+    if len(survivors) * 2 <= size:
+        return (
+            f"the {len(survivors)} node(s) that answer hold no majority of their view of {size}: "
+            "refused ports on the others prove no death (a firewall, a wrong port)"
+        )
+    return None
 
 
 def member_to_evict(eviction: Eviction, members: Mapping[str, str]) -> str | None:
     """The gcomm uuid to evict in a survivor's view (`members`: uuid -> client address): the
-    uuid the node gave while it lived, else the member at its address; None when it is no
-    longer in the view."""
+    uuid the node gave while it lived; None when that process is no longer in the view. Never
+    the member found at its address: that may be its restarted process, joining."""
     if eviction.uuid is not None and eviction.uuid in members:
         return eviction.uuid
-    return next((u for u, a in sorted(members.items()) if a == str(eviction.node)), None)
+    return None
 
 
 def clearings(

@@ -28,6 +28,9 @@ STATUS_NAMES = (
     "wsrep_local_state_comment",
     "wsrep_local_recv_queue",
     "wsrep_cluster_size",
+    # which cluster and which view of it: survivors evict only as one Primary component
+    "wsrep_cluster_state_uuid",
+    "wsrep_cluster_conf_id",
     # who the node is in the group, and whom it evicted: for cluster.evict_dead_nodes
     "wsrep_gcomm_uuid",
     "wsrep_evs_evict_list",

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.edges.memory import StateStore
@@ -178,14 +180,70 @@ def test_a_refused_member_still_in_the_view_is_evicted_once(tmp_path: Path) -> N
 def test_a_member_gone_from_the_view_is_not_evicted(tmp_path: Path) -> None:
     log: list[tuple[str, object]] = []
     actions = GaleraActions(recording({"u-2": "x", "u-3": "y"}, log))
+    actions.after_pass(after(tmp_path, {n: alive(n) for n in ROSTER}))  # learns the uuids
     done = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
     assert done.evictions == 0 and done.said == () and done.failed == ()
     assert not any(sql == EVICT_SQL for sql, _ in log)
 
 
+def test_the_restarted_process_at_the_address_is_never_evicted(tmp_path: Path) -> None:
+    """Killed, restarted at once by its service under a new uuid, its client port closed while
+    it joins: the old process (u-1) is gone from the view, the new one (u-1b) is in it at the
+    same address. Nothing is evicted."""
+    log: list[tuple[str, object]] = []
+    actions = GaleraActions(recording({"u-1b": "127.0.0.1:3311", "u-2": "x", "u-3": "y"}, log))
+    actions.after_pass(after(tmp_path, {n: alive(n) for n in ROSTER}))
+    done = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
+    assert done.evictions == 0
+    assert not any(sql == EVICT_SQL for sql, _ in log)
+
+
+def test_a_node_never_seen_alive_is_not_evicted_and_the_line_says_why(tmp_path: Path) -> None:
+    log: list[tuple[str, object]] = []
+    actions = GaleraActions(recording({"u-9": "127.0.0.1:3311", "u-2": "x", "u-3": "y"}, log))
+    done = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
+    assert done.evictions == 0 and log == []
+    assert "gcomm uuid was never seen while it lived" in done.said[0]
+
+
+@pytest.mark.parametrize(
+    ("probes", "why"),
+    [
+        # two of three ports refused: a firewall as likely as two deaths
+        ({N1: refused(N1), N2: refused(N2), N3: alive(N3)}, "hold no majority of their view of 3"),
+        # a second Primary component (pc.bootstrap on a minority) beside the real one
+        (
+            {
+                N1: refused(N1),
+                N2: alive(N2, wsrep_cluster_conf_id="7"),
+                N3: alive(N3, wsrep_cluster_conf_id="9", wsrep_cluster_size="1"),
+            },
+            "do not agree on the view",
+        ),
+    ],
+    ids=["no-majority", "two-components"],
+)
+def test_survivors_evict_only_as_a_majority_of_one_view(
+    probes: dict[NodeAddress, ProbeResult], why: str
+) -> None:
+    known = dict(UUID)
+    [first, *_] = [e for e in evictions(probes, ROSTER, known, (N1,))]
+    assert not first.allowed
+    assert first.withheld is not None and why in first.withheld
+
+
+def test_the_last_survivor_of_two_deaths_in_a_row_evicts_nobody() -> None:
+    """After one eviction the view is 2; the second member dies: one survivor of two is no
+    majority, so it is not told to evict and write alone."""
+    probes = {N1: refused(N1), N2: alive(N2, wsrep_cluster_size="2")}
+    [found] = evictions(probes, (N1, N2), dict(UUID), (N2,))
+    assert not found.allowed
+
+
 def test_a_dry_run_only_says_what_it_would_do(tmp_path: Path) -> None:
     log: list[tuple[str, object]] = []
     actions = GaleraActions(recording({"u-1": "127.0.0.1:3311"}, log))
+    actions.after_pass(after(tmp_path, {n: alive(n) for n in ROSTER}, acting=False))
     probes = {N1: refused(N1), N2: alive(N2), N3: alive(N3)}
     done = actions.after_pass(after(tmp_path, probes, acting=False))
     assert log == []
@@ -194,13 +252,13 @@ def test_a_dry_run_only_says_what_it_would_do(tmp_path: Path) -> None:
     )
 
 
-def test_the_member_is_found_by_its_uuid_else_by_its_address() -> None:
+def test_the_member_is_found_by_its_uuid_never_by_its_address() -> None:
     known = Eviction(N1, "u-1", N2, "refused")
     unknown = Eviction(N1, None, N2, "refused")
     view = {"u-1": "10.0.0.1:3306", "u-9": "127.0.0.1:3311"}
     assert member_to_evict(known, view) == "u-1"
-    assert member_to_evict(unknown, view) == "u-9"
-    assert member_to_evict(known, {"u-2": "x"}) is None
+    assert member_to_evict(unknown, view) is None
+    assert member_to_evict(known, {"u-2": "x", "u-1b": "127.0.0.1:3311"}) is None
 
 
 @pytest.mark.parametrize(("answer_s", "asked"), [(0.7, 2), (1.1, 1)])
@@ -227,3 +285,15 @@ def test_the_actions_keep_to_the_pass_deadline(tmp_path: Path, answer_s: float, 
     assert given == [1.0, round(1.0 - answer_s, 3)][:asked]
     late = f"{N3} not told: the pass's deadline (run.max_runtime_ms) came first"
     assert (late in done.said[0]) == (asked == 1), done.said
+
+
+def test_a_scheduler_pass_evicts_by_the_uuid_its_state_file_kept(tmp_path: Path) -> None:
+    """A new process every pass: the uuid comes from the state file's memory of the node."""
+    log: list[tuple[str, object]] = []
+    given = after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)})
+    memory = {**given.decision.memory, N1: NodeMemory(routable=True, identity="u-1")}
+    remembered = replace(given, decision=replace(given.decision, memory=memory))
+    actions = GaleraActions(recording({"u-1": "127.0.0.1:3311", "u-2": "x", "u-3": "y"}, log))
+    done = actions.after_pass(remembered)
+    assert done.evictions == 1
+    assert (EVICT_SQL, ("evs.evict=u-1",)) in log
