@@ -141,6 +141,62 @@ def judge(
     return verdict(State.HEALTHY, "synced", drain=True)  # G9
 
 
+def _facts_of(probe: ProbeResult | None) -> GaleraFacts | None:
+    return probe.facts if probe is not None and isinstance(probe.facts, GaleraFacts) else None
+
+
+def second_components(
+    probes: Mapping[NodeAddress, ProbeResult], verdicts: Mapping[NodeAddress, Verdict]
+) -> dict[NodeAddress, Verdict]:
+    """The nodes that say Primary but are not of the cluster's Primary component, taken out at
+    once (hard): another cluster (a state uuid most Primary nodes do not share), or a minority
+    forced Primary (`pc.bootstrap`) beside a component that holds a majority of the roster.
+    Two Primary components mean stale reads and writes that diverge. A view change is no such
+    thing: while it settles, nodes may name different views, but each of a majority's size."""
+    primary = {
+        node: facts
+        for node, probe in probes.items()
+        if (facts := _facts_of(probe)) is not None
+        and facts.get("wsrep_cluster_status") == "Primary"
+        and verdicts[node].state.routable
+    }
+    out: dict[NodeAddress, Verdict] = {}
+    uuids = [f.get("wsrep_cluster_state_uuid") for f in primary.values()]
+    common = max(set(uuids), key=uuids.count, default=None)
+    if common is not None and uuids.count(common) * 2 > len(uuids):
+        for node, facts in primary.items():
+            theirs = facts.get("wsrep_cluster_state_uuid")
+            if theirs != common:
+                out[node] = _excluded(
+                    verdicts[node],
+                    f"another cluster: wsrep_cluster_state_uuid={theirs}, "
+                    f"{uuids.count(common)} other node(s) have {common}",
+                )
+    roster = len(probes)
+    majority = {
+        f.get("wsrep_cluster_conf_id")
+        for n, f in primary.items()
+        if n not in out and (_int(f.get("wsrep_cluster_size")) or 0) * 2 > roster
+    }
+    if not majority:
+        return out
+    for node, facts in primary.items():
+        size = _int(facts.get("wsrep_cluster_size")) or 0
+        view = facts.get("wsrep_cluster_conf_id")
+        if node in out or size * 2 > roster or view in majority:
+            continue
+        out[node] = _excluded(
+            verdicts[node],
+            f"a second Primary component: view {view} of {size} node(s) beside the cluster's "
+            f"view of a majority of the {roster} (a minority forced Primary, pc.bootstrap?)",
+        )
+    return out
+
+
+def _excluded(verdict: Verdict, reason: str) -> Verdict:
+    return Verdict(verdict.node, State.OFFLINE, reason, False, True, False, verdict.segment)
+
+
 class GaleraPolicy:
     """The Galera rules behind checker_core.core.decide's Policy protocol."""
 
@@ -156,7 +212,7 @@ class GaleraPolicy:
             remembered = memory.get(node)
             was_lagging = remembered.lagging if remembered else False
             verdicts[node] = judge(node, facts, probe, cluster.max_transactions_behind, was_lagging)
-        return verdicts
+        return {**verdicts, **second_components(probes, verdicts)}
 
     def watch_key(self, facts: object) -> object:
         return facts.watch_key if isinstance(facts, GaleraFacts) else None
