@@ -107,3 +107,30 @@ def test_a_frozen_node_is_never_evicted(rig: Rig, galera: Any, nodes: list[NodeA
         assert "evicted" not in "".join(daemon.output)
     finally:
         assert daemon.stop() == 0
+
+
+@pytest.mark.parametrize("n", [1, 3], ids=["writer", "reader"])
+def test_a_killed_member_restarted_at_once_rejoins_and_its_new_process_is_never_evicted(
+    rig: Rig, galera: Any, nodes: list[NodeAddress], n: int
+) -> None:
+    """As a service manager does: kill -9, started again at once under a new gcomm uuid, its
+    client port closed while it joins. Only the dead process may be evicted; the new one
+    rejoins (start() waits until it is Synced)."""
+    node = nodes[n - 1]
+    old_uuid = status(galera, n, "wsrep_gcomm_uuid")
+    daemon = evicting_daemon(rig)
+    try:
+        galera.kill(n)
+        galera.start(n)  # returns once the new process is Synced in the Primary component
+        new_uuid = status(galera, n, "wsrep_gcomm_uuid")
+        assert new_uuid != old_uuid
+        galera.wait_cluster([1, 2, 3], SOON_S)
+        said = "".join(daemon.output)
+        assert new_uuid not in said, said
+        for other in (1, 2, 3):
+            assert new_uuid not in evict_list(galera, other)
+        evictions = [line for line in said.splitlines() if f"evicted {node}" in line]
+        assert all(old_uuid in line for line in evictions), evictions
+        wait_until(lambda: node in rig.readers, SOON_S, f"{node} to read again")
+    finally:
+        assert daemon.stop() == 0
