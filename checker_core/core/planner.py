@@ -29,21 +29,31 @@ def wanted_rows(
     def put(row: ServerRow) -> None:
         rows[row.key] = row
 
+    # sets, asked once per node: the roles' tuples scanned per node cost the square of the roster
+    writers, draining = frozenset(assignment.writers), frozenset(assignment.draining)
+    backups, draining_backups = (
+        frozenset(assignment.backup_writers),
+        frozenset(assignment.draining_backups),
+    )
+    readers, draining_readers = (
+        frozenset(assignment.readers),
+        frozenset(assignment.draining_readers),
+    )
     for rn in roster.nodes:
         node = rn.node
         writer_row = rn.writer or rn.template
-        if node in assignment.writers:
+        if node in writers:
             put(writer_row.moved(hg.writer, ServerStatus.ONLINE))
-        elif node in assignment.draining:
+        elif node in draining:
             put(writer_row.moved(hg.writer, ServerStatus.OFFLINE_SOFT))
-        if node in assignment.backup_writers:
+        if node in backups:
             put(writer_row.moved(hg.backup_writer, ServerStatus.ONLINE))
-        elif node in assignment.draining_backups:
+        elif node in draining_backups:
             put(writer_row.moved(hg.backup_writer, ServerStatus.OFFLINE_SOFT))
         reader_row = rn.reader or rn.template
-        if node in assignment.readers:
+        if node in readers:
             put(reader_row.moved(hg.reader, ServerStatus.ONLINE))
-        elif node in assignment.draining_readers:
+        elif node in draining_readers:
             put(reader_row.moved(hg.reader, ServerStatus.OFFLINE_SOFT))
         if not assignment.routed(node):
             put(rn.template.moved(hg.offline, ServerStatus.ONLINE))

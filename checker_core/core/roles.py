@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.roster import LiveLayout, Roster
@@ -28,16 +28,25 @@ class Assignment:
     # OFFLINE_SOFT in their hostgroup until their connections are done, as with maint mode
     draining_readers: tuple[NodeAddress, ...] = ()
     draining_backups: tuple[NodeAddress, ...] = ()
+    # (routed, draining) as sets, made at the first question: asked per node, a scan of the
+    # tuples per question grew a pass's cost with the square of the roster
+    _sets: list[frozenset[NodeAddress]] = field(
+        default_factory=list, init=False, repr=False, compare=False, hash=False
+    )
+
+    def _index(self) -> list[frozenset[NodeAddress]]:
+        if not self._sets:
+            self._sets.append(frozenset((*self.writers, *self.backup_writers, *self.readers)))
+            self._sets.append(
+                frozenset((*self.draining, *self.draining_readers, *self.draining_backups))
+            )
+        return self._sets
 
     def drains(self, node: NodeAddress) -> bool:
-        return (
-            node in self.draining
-            or node in self.draining_readers
-            or (node in self.draining_backups)
-        )
+        return node in self._index()[1]
 
     def routed(self, node: NodeAddress) -> bool:
-        return node in self.writers or node in self.backup_writers or node in self.readers
+        return node in self._index()[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +81,8 @@ def assign(
     """
     hostgroups = layout.hostgroups
     chosen = tuple(writers)
+    chosen_set = frozenset(chosen)
+    backups_now, readers_now = frozenset(layout.backup_writers), frozenset(layout.readers)
 
     def allowed(node: NodeAddress, hostgroup: int) -> bool:
         return not layout.blocked(node, hostgroup)
@@ -80,9 +91,9 @@ def assign(
         rn.node
         for rn in roster.nodes
         if rn.writer is not None
-        and rn.node not in chosen
+        and rn.node not in chosen_set
         and allowed(rn.node, hostgroups.backup_writer)
-        and _may_back_up(verdicts.get(rn.node), rn.node in layout.backup_writers)
+        and _may_back_up(verdicts.get(rn.node), rn.node in backups_now)
     )
 
     readable = tuple(
@@ -90,7 +101,7 @@ def assign(
         for rn in roster.nodes
         if rn.reader is not None
         and allowed(rn.node, hostgroups.reader)
-        and _may_read(verdicts.get(rn.node), rn.node in layout.readers)
+        and _may_read(verdicts.get(rn.node), rn.node in readers_now)
     )
     read_only = frozenset(
         rn.node for rn in roster.nodes if rn.writer is None or not _writable(verdicts.get(rn.node))
@@ -133,16 +144,17 @@ def _drains(
     verdict asks for a drain, and those already draining whose connections are not done.
     A writer drains whatever the reason it is demoted (G15); a reader or backup writer only
     when its own state says so (maintenance, desync, lag), not when it merely changes role."""
-    leaving: list[NodeAddress] = []
+    leaving: dict[NodeAddress, None] = {}  # ordered, and a set to ask
+    staying = frozenset(kept)
     for node in serving:
         verdict = verdicts.get(node)
-        if node in kept or verdict is None or not verdict.drain:
+        if node in staying or verdict is None or not verdict.drain:
             continue
         if any_state or verdict.state is not State.HEALTHY:
-            leaving.append(node)
+            leaving[node] = None
     for node in layout.draining_in(hostgroup):
-        if node not in kept and (hostgroup, node) not in drained and node not in leaving:
-            leaving.append(node)
+        if node not in staying and (hostgroup, node) not in drained:
+            leaving.setdefault(node)
     return tuple(leaving)
 
 
@@ -164,10 +176,12 @@ def _readers(
     """
     if mode == 1:
         return readable
-    others = tuple(n for n in readable if n not in writers)
+    writing = frozenset(writers)
+    others = tuple(n for n in readable if n not in writing)
     if mode == 0:
         return others
-    return tuple(n for n in others if n in backups or n in read_only)
+    backing = frozenset(backups)
+    return tuple(n for n in others if n in backing or n in read_only)
 
 
 def _writable(verdict: Verdict | None) -> bool:

@@ -7,7 +7,7 @@ template gives its writer weight and attributes, its row in the reader template 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from checker_core.core.model import (
     ClusterRows,
@@ -48,9 +48,14 @@ class RosterNode:
 @dataclass(frozen=True, slots=True)
 class Roster:
     nodes: tuple[RosterNode, ...]
+    _by_node: dict[NodeAddress, RosterNode] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     def get(self, node: NodeAddress) -> RosterNode | None:
-        return next((n for n in self.nodes if n.node == node), None)
+        if not self._by_node and self.nodes:
+            self._by_node.update((n.node, n) for n in reversed(self.nodes))  # the first wins
+        return self._by_node.get(node)
 
     @property
     def addresses(self) -> tuple[NodeAddress, ...]:
@@ -135,6 +140,17 @@ class LiveLayout:
     # keeps until its clients let go of their connections. Not routed, not staged, not a
     # reason to refuse a pass; the pass line reports it
     leaving: tuple[ServerRow, ...] = ()
+    # each (hostgroup, statuses) lookup, made once: a pass asks them per node, and a rebuild
+    # per question made a pass's cost grow with the square of the roster
+    _lookups: dict[tuple[int, frozenset[ServerStatus]], tuple[NodeAddress, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+    _routed: list[frozenset[NodeAddress]] = field(
+        default_factory=list, init=False, repr=False, compare=False, hash=False
+    )
+    _blocked: list[frozenset[tuple[NodeAddress, int]]] = field(
+        default_factory=list, init=False, repr=False, compare=False, hash=False
+    )
 
     @classmethod
     def of(cls, rows: ClusterRows, hostgroups: Hostgroups) -> LiveLayout:
@@ -150,10 +166,15 @@ class LiveLayout:
         return cls(hostgroups, tuple(live), hard, tuple(leaving))
 
     def _nodes(self, hostgroup: int, statuses: Iterable[ServerStatus]) -> tuple[NodeAddress, ...]:
-        wanted = set(statuses)
-        return tuple(
-            r.node for r in self.rows if r.hostgroup_id == hostgroup and r.status in wanted
-        )
+        wanted = frozenset(statuses)
+        key = (hostgroup, wanted)
+        found = self._lookups.get(key)
+        if found is None:
+            found = tuple(
+                r.node for r in self.rows if r.hostgroup_id == hostgroup and r.status in wanted
+            )
+            self._lookups[key] = found
+        return found
 
     @property
     def writers(self) -> tuple[NodeAddress, ...]:
@@ -194,10 +215,14 @@ class LiveLayout:
 
     def routed(self, node: NodeAddress) -> bool:
         """Carrying traffic now in some role."""
-        return node in self.writers or node in self.backup_writers or node in self.readers
+        if not self._routed:
+            self._routed.append(frozenset((*self.writers, *self.backup_writers, *self.readers)))
+        return node in self._routed[0]
 
     def blocked(self, node: NodeAddress, hostgroup: int) -> bool:
-        return any(r.node == node and r.hostgroup_id == hostgroup for r in self.operator_rows)
+        if not self._blocked:
+            self._blocked.append(frozenset((r.node, r.hostgroup_id) for r in self.operator_rows))
+        return (node, hostgroup) in self._blocked[0]
 
 
 def check_rows(rows: ClusterRows, hostgroups: Hostgroups, roster: Roster) -> None:
