@@ -189,6 +189,8 @@ class PassResult:
     assumed: tuple[str, ...] = ()
     # readiness already worked out for these very inputs (the daemon's steady passes)
     known_readiness: Readiness | None = None
+    # the daemon works readiness out off its loop: none known yet means none, not "ask now"
+    readiness_deferred: bool = False
     evictions: int = 0  # dead Galera members this pass evicted from the survivors' view
     node_actions: tuple[str, ...] = ()  # what the pass did to the nodes themselves, in words
     advice: tuple[Advice, ...] = ()
@@ -222,7 +224,7 @@ class PassResult:
 
     def readiness(self) -> Readiness | None:
         """Would losing the writer, or any one node, still leave a writer and a reader?"""
-        if self.known_readiness is not None:
+        if self.known_readiness is not None or self.readiness_deferred:
             return self.known_readiness
         what_if = self.what_if()
         if what_if is None or self.decision is None or self.decision.blind or self.assumed:

@@ -153,6 +153,7 @@ class _Daemon:
         )
 
     def close(self) -> None:
+        self.readiness.close()
         self.runner.close()
         if self.listener is not None:
             self.listener.close()

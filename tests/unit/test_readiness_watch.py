@@ -1,34 +1,76 @@
-"""The daemon's readiness watch: worked out again only when its inputs changed, and one warning
-when a cluster stops (or starts again) being ready for a failover."""
+"""The daemon's readiness watch: worked out off the loop, again only when its inputs changed,
+and one warning when a cluster stops (or starts again) being ready for a failover."""
 
 from __future__ import annotations
 
+import threading
+from dataclasses import replace
+from typing import Any
+
+from checker_core.runner import PassResult
 from checker_core.service.readiness import ReadinessWatch
+from galera_checker.policy import GaleraPolicy
 from tests.unit.daemon_cases import galera_pass
 from tests.unit.galera_cases import N1, N2, N3, probe_ok, steady
+
+SETTLE_S = 30.0  # a bound for the worker, never a measure of it
+
+
+def settled(watch: ReadinessWatch, result: PassResult) -> tuple[PassResult, str | None]:
+    """A pass observed once its readiness was worked out: what the next pass carries."""
+    watch.observe(result)
+    assert watch.wait_idle(SETTLE_S)
+    return watch.observe(result)
 
 
 def test_a_steady_cluster_is_ready_once_and_warned_about_when_it_stops_being_ready() -> None:
     watch = ReadinessWatch()
-    first, said = watch.observe(galera_pass(steady(N1)))
+    first, said = settled(watch, galera_pass(steady(N1)))
     assert said is None, "ready from the start: nothing to warn about"
     assert first.known_readiness is not None and first.known_readiness.ready
     again, said = watch.observe(galera_pass(steady(N1)))
     assert said is None
     assert again.known_readiness is first.known_readiness, "same inputs: not worked out again"
     read_only = {N2: probe_ok(N2, read_only="ON"), N3: probe_ok(N3, read_only="ON")}
-    lost, said = watch.observe(galera_pass(steady(N1), read_only))
+    lost, said = settled(watch, galera_pass(steady(N1), read_only))
     assert said is not None and f"losing {N1} leaves no writer" in said
     assert lost.known_readiness is not None and not lost.known_readiness.ready
-    _, said = watch.observe(galera_pass(steady(N1), read_only))
+    _, said = settled(watch, galera_pass(steady(N1), read_only))
     assert said is None, "one warning per change"
-    _, said = watch.observe(galera_pass(steady(N1)))
+    _, said = settled(watch, galera_pass(steady(N1)))
     assert said is not None and "ready: losing any one node" in said
+    watch.close()
+
+
+class Blocking(GaleraPolicy):
+    """A policy whose what-if waits for `release`: readiness that takes as long as we like."""
+
+    def __init__(self, release: threading.Event) -> None:
+        self.release = release
+
+    def assume(self, *args: Any) -> Any:
+        assert self.release.wait(SETTLE_S)
+        return super().assume(*args)
+
+
+def test_the_loop_never_waits_for_readiness() -> None:
+    release = threading.Event()
+    result = galera_pass(steady(N1))
+    assert result.inputs is not None
+    slow = replace(result, inputs=replace(result.inputs, policy=Blocking(release)))
+    watch = ReadinessWatch()
+    seen, said = watch.observe(slow)  # returns while the worker is still blocked
+    assert not release.is_set()
+    assert seen.readiness() is None, "none known yet, and the pass does not work it out itself"
+    assert said is None
+    release.set()
+    assert watch.wait_idle(SETTLE_S)
+    known, _ = watch.observe(slow)
+    assert known.readiness() is not None and known.readiness().ready  # type: ignore[union-attr]
+    watch.close()
 
 
 def test_a_readiness_that_cannot_be_worked_out_never_ends_the_daemon() -> None:
-    from dataclasses import replace
-
     class Broken:
         def assume(self, *args: object) -> None:
             raise RuntimeError("a policy bug")
@@ -36,6 +78,14 @@ def test_a_readiness_that_cannot_be_worked_out_never_ends_the_daemon() -> None:
     result = galera_pass(steady(N1))
     assert result.inputs is not None
     broken = replace(result, inputs=replace(result.inputs, policy=Broken()))
-    kept, said = ReadinessWatch().observe(broken)
-    assert kept is broken
+    watch = ReadinessWatch()
+    kept, said = settled(watch, broken)
+    assert kept.known_readiness is None
     assert said is not None and "failover readiness not known (a policy bug)" in said
+    watch.close()
+
+
+def test_on_the_loop_when_asked_to_be() -> None:
+    watch = ReadinessWatch(off_loop=False)
+    seen, _ = watch.observe(galera_pass(steady(N1)))
+    assert seen.known_readiness is not None and seen.known_readiness.ready
