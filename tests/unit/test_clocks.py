@@ -18,6 +18,7 @@ from checker_core.edges.backend import PendingProbes
 from checker_core.edges.memory import StateStore
 from checker_core.runner import Mode, Outcome, PassRunner
 from checker_core.service.board import Board
+from checker_core.settings.config import ClusterSettings
 from checker_core.settings.schema import Checker
 from tests.unit.config_cases import galera_runner
 from tests.unit.galera_cases import HG, N1, N2, placed, probe_down, probe_ok, steady, templates
@@ -66,16 +67,23 @@ def writers(admin: MemoryAdmin) -> set[NodeAddress]:
 # ------------------------------------------------------------------ retry_down, retry_up
 
 
-def test_passes_that_ask_again_sooner_do_not_spend_retry_down_faster(tmp_path: Path) -> None:
-    """retry_down = 3 at interval_ms = 2000 tolerates a writer blip of up to 3 s, however many
-    passes the daemon runs in it (its recheck runs them back to back)."""
-    now = [100.0]
+def writer_down(
+    tmp_path: Path, now: list[float]
+) -> tuple[PassRunner, MemoryAdmin, DownProber, ClusterSettings]:
+    """A runner at interval_ms 2000, retry_down 3, whose writer N1 refuses from now on."""
     runner = runner_at(tmp_path, 2000, now)
     admin = MemoryAdmin([*templates(), *steady(N1)])
     prober = DownProber()
     runner._admin, runner.prober = admin, prober  # type: ignore[assignment]
-    cluster = replace(runner.settings.clusters[0], retry_down=3)
     prober.down.add(N1)
+    return runner, admin, prober, replace(runner.settings.clusters[0], retry_down=3)
+
+
+def test_passes_that_ask_again_sooner_do_not_spend_retry_down_faster(tmp_path: Path) -> None:
+    """retry_down = 3 at interval_ms = 2000 tolerates a writer blip of up to 3 s, however many
+    passes the daemon runs in it (its recheck runs them back to back)."""
+    now = [100.0]
+    runner, admin, _, cluster = writer_down(tmp_path, now)
     for at in (0.0, 0.3, 0.65, 1.5):  # four passes in a 1.5 s blip
         now[0] = 100.0 + at
         held = runner.run(cluster, Mode.APPLY)
@@ -88,12 +96,7 @@ def test_passes_that_ask_again_sooner_do_not_spend_retry_down_faster(tmp_path: P
 
 def test_a_blip_shorter_than_the_span_leaves_the_writer_alone(tmp_path: Path) -> None:
     now = [100.0]
-    runner = runner_at(tmp_path, 2000, now)
-    admin = MemoryAdmin([*templates(), *steady(N1)])
-    prober = DownProber()
-    runner._admin, runner.prober = admin, prober  # type: ignore[assignment]
-    cluster = replace(runner.settings.clusters[0], retry_down=3)
-    prober.down.add(N1)
+    runner, admin, prober, cluster = writer_down(tmp_path, now)
     for at in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4):
         now[0] = 100.0 + at
         runner.run(cluster, Mode.APPLY)
