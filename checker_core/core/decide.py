@@ -215,15 +215,22 @@ def decide(
         memory=remembered,
         sight=sight,
         unloaded_memory=unloaded,
-        due=_due(remembered, cluster, interval_s),
+        due=_due(remembered, sight.silent, cluster, interval_s),
     )
 
 
 def _due(
-    memory: Mapping[NodeAddress, NodeMemory], cluster: ClusterSettings, interval_s: float
+    memory: Mapping[NodeAddress, NodeMemory],
+    silent: frozenset[NodeAddress],
+    cluster: ClusterSettings,
+    interval_s: float,
 ) -> dict[NodeAddress, float]:
+    """A silent node's counters were not moved by this pass: asking it again at a time already
+    past would only repeat the pass, so it waits for the cadence."""
     found = {}
     for node, kept in memory.items():
+        if node in silent:
+            continue
         at = settles_at(kept, cluster.retry_up, cluster.retry_down, interval_s)
         if at is not None:
             found[node] = at

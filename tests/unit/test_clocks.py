@@ -12,6 +12,7 @@ import pytest
 
 from checker_core.core.hysteresis import NodeMemory, settle, settles_at, span_needed
 from checker_core.core.model import NodeAddress, ServerStatus
+from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.core.verdict import State, Verdict
 from checker_core.edges import memory as memory_module
 from checker_core.edges.backend import PendingProbes
@@ -252,3 +253,31 @@ def test_a_state_file_of_wall_clock_times_is_read_as_counts(tmp_path: Path) -> N
     )
     loaded, _ = StateStore(tmp_path, Checker.GALERA).load("main")
     assert loaded == {NodeAddress("10.0.0.1", 3306): NodeMemory(routable=True, bad_streak=1)}
+
+
+def test_a_silent_node_a_pass_did_not_count_is_not_asked_again_at_once(tmp_path: Path) -> None:
+    """Most nodes silent: their counters stand still, and a recheck time already past would
+    start pass after pass."""
+    now = [100.0]
+    runner, admin, prober, three = writer_down(tmp_path, now)
+    cluster = replace(three, retry_down=2)
+    runner.run(cluster, Mode.APPLY)  # N1's first bad probe: one more, a second later, moves it
+    prober.down.clear()
+    runner.prober = SilentProber({N1, N2})  # type: ignore[assignment]
+    now[0] = 110.0
+    quiet = runner.run(cluster, Mode.APPLY)
+    assert quiet.decision is not None
+    assert N1 not in quiet.decision.due
+    assert writers(admin) == {N1}
+
+
+class SilentProber(HealthyProber):
+    def __init__(self, silent: set[NodeAddress]) -> None:
+        self.silent = silent
+
+    def start(self, nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
+        pending = PendingProbes(tuple(nodes), 0.0)
+        for node in nodes:
+            quiet = ProbeResult(node, None, "timed out", 800.0, ProbeFailure.SILENT)
+            pending.results.put(quiet if node in self.silent else probe_ok(node))
+        return pending
