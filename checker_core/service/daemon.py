@@ -99,12 +99,14 @@ class _Daemon:
             results = []
             for ran in self.runner.run_all(Mode.APPLY):
                 result, change = self.readiness.observe(ran)
+                # on the board before its line is logged: whoever reads the line and then asks
+                # /metrics or /status sees this pass there
+                self.board.record([result])
                 log_pass(self.log, result)
                 if change:
                     self.log.warning("readiness", cluster=result.cluster, summary=change)
                 self._warn_advice(result)
                 results.append(result)
-            self.board.record(results)
             self._report_to_systemd(results, first=not ready)
             ready = True
             if on_pass is not None:
