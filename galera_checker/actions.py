@@ -24,11 +24,11 @@ from galera_checker.eviction import (
     clearings,
     evict_list,
     evictions,
-    facts_of,
     identities,
     in_primary,
     member_to_evict,
 )
+from galera_checker.policy import facts_of
 
 if TYPE_CHECKING:
     import pymysql

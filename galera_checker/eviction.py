@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure, ProbeResult
-from galera_checker.policy import GaleraFacts
+from galera_checker.policy import facts_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +51,6 @@ class Clearing:
 
     node: NodeAddress
     uuids: tuple[str, ...]
-
-
-def facts_of(probe: ProbeResult | None) -> GaleraFacts | None:
-    return probe.facts if probe is not None and isinstance(probe.facts, GaleraFacts) else None
 
 
 def in_primary(probe: ProbeResult | None) -> bool:

@@ -141,7 +141,8 @@ def judge(
     return verdict(State.HEALTHY, "synced", drain=True)  # G9
 
 
-def _facts_of(probe: ProbeResult | None) -> GaleraFacts | None:
+def facts_of(probe: ProbeResult | None) -> GaleraFacts | None:
+    """A probe's Galera facts; None when it read none."""
     return probe.facts if probe is not None and isinstance(probe.facts, GaleraFacts) else None
 
 
@@ -156,7 +157,7 @@ def second_components(
     primary = {
         node: facts
         for node, probe in probes.items()
-        if (facts := _facts_of(probe)) is not None
+        if (facts := facts_of(probe)) is not None
         and facts.get("wsrep_cluster_status") == "Primary"
         and verdicts[node].state.routable
     }
