@@ -60,6 +60,8 @@ class GaleraActions:
         self.known: dict[str, dict[NodeAddress, str]] = {}
         # when each refused node was last looked for in the survivors' view
         self.tried: dict[tuple[str, NodeAddress], float] = {}
+        # when a refused node's eviction was last said to be withheld
+        self.withheld: dict[tuple[str, NodeAddress], float] = {}
         self._deadline = 0.0  # monotonic: when this pass's actions must be done
 
     def _left(self) -> float:
@@ -98,14 +100,18 @@ class GaleraActions:
         now = self.monotonic()
         for eviction in wanted:
             key = (cluster, eviction.node)
+            if not eviction.allowed:
+                # said once per RETRY_S; the eviction itself is not put off: survivors that
+                # disagree for a moment (a view change) may agree in the next pass
+                if now - self.withheld.get(key, -RETRY_S) >= RETRY_S:
+                    self.withheld[key] = now
+                    said.append(
+                        f"not evicting {eviction.node} ({eviction.reason}): {eviction.withheld}"
+                    )
+                continue
             if now - self.tried.get(key, -RETRY_S) < RETRY_S:
                 continue  # asked a moment ago: a dead node refuses pass after pass
             self.tried[key] = now
-            if not eviction.allowed:
-                said.append(
-                    f"not evicting {eviction.node} ({eviction.reason}): {eviction.withheld}"
-                )
-                continue
             if self._left() <= 0:
                 failed.append(f"eviction of {eviction.node} not done: {PAST_DEADLINE}")
                 continue

@@ -297,3 +297,24 @@ def test_a_scheduler_pass_evicts_by_the_uuid_its_state_file_kept(tmp_path: Path)
     done = actions.after_pass(remembered)
     assert done.evictions == 1
     assert (EVICT_SQL, ("evs.evict=u-1",)) in log
+
+
+def test_a_withheld_eviction_is_not_put_off_once_the_survivors_agree(tmp_path: Path) -> None:
+    """The moment after a kill, the survivors may name different views; the next pass, a
+    moment later, finds them agreeing and evicts then, not RETRY_S later."""
+    log: list[tuple[str, object]] = []
+    clock = [100.0]
+    actions = GaleraActions(
+        recording({"u-1": "127.0.0.1:3311", "u-2": "x", "u-3": "y"}, log), lambda: clock[0]
+    )
+    actions.after_pass(after(tmp_path, {n: alive(n) for n in ROSTER}))
+    settling = {
+        N1: refused(N1),
+        N2: alive(N2, wsrep_cluster_conf_id="7"),
+        N3: alive(N3, wsrep_cluster_conf_id="8"),
+    }
+    withheld = actions.after_pass(after(tmp_path, settling))
+    assert withheld.evictions == 0 and "do not agree on the view" in withheld.said[0]
+    clock[0] += 0.2
+    agreed = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
+    assert agreed.evictions == 1
