@@ -85,7 +85,10 @@ def rigs(
 def sees_every_peer_alive(rig: Rig, cluster: ProxyCluster) -> bool:
     """What the rig's checker reads of its proxy's peers: every one checked within the window."""
     me = cluster.address(cluster.proxies.index(rig.proxysql))
-    view = read_cluster_view(rig.admin, me, list_peers(rig.admin))
+    listed = list_peers(rig.admin)
+    if set(listed) != set(cluster.addresses):
+        return False  # a proxy that lists no peer would pass the check below vacuously
+    view = read_cluster_view(rig.admin, me, listed)
     return all(p.address == me or is_alive(p, view.now, view.timing) for p in view.peers)
 
 

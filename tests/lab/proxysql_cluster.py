@@ -129,39 +129,62 @@ class ProxyCluster:
         with self._lock:
             self._seen.clear()
             self._down.clear()
+            # every proxy emptied before any is listed again: a real ProxySQL syncs
+            # proxysql_servers from a peer, and a peer caught between its reset and its new list
+            # may hand out an empty one
             for proxy in self.proxies:
                 proxy.reset()
-                with admin_cursor(proxy) as cur:
-                    for address in self.addresses:
-                        cur.execute(
-                            "INSERT INTO proxysql_servers (hostname, port, weight, comment) "
-                            "VALUES (%s, %s, 0, %s)",
-                            (address.host, address.port, "lab peer"),
-                        )
-                    variables = dict(CLUSTER_VARIABLES)
-                    if proxy.is_real:
-                        variables["admin-cluster_username"] = CLUSTER_USER
-                        variables["admin-cluster_password"] = CLUSTER_PASSWORD
-                        variables["admin-admin_credentials"] = (
-                            f"{ADMIN_USER}:{ADMIN_PASSWORD};{CLUSTER_USER}:{CLUSTER_PASSWORD}"
-                        )
-                    for name, value in variables.items():
-                        cur.execute(
-                            "UPDATE global_variables SET variable_value = %s "
-                            "WHERE variable_name = %s",
-                            (value, name),
-                        )
-                    for command in (
-                        "LOAD ADMIN VARIABLES TO RUNTIME",
-                        "SAVE ADMIN VARIABLES TO DISK",
-                        "LOAD PROXYSQL SERVERS TO RUNTIME",
-                        "SAVE PROXYSQL SERVERS TO DISK",
-                    ):
-                        cur.execute(command)
-                    if not proxy.is_real:
-                        cur.execute("LAB STATS DELETE FROM stats_proxysql_servers_checksums")
-                        cur.execute("LAB STATS DELETE FROM stats_proxysql_servers_metrics")
+            for proxy in self.proxies:
+                self._list_peers(proxy)
+            wait_until(self._every_proxy_lists_every_peer, 30, "every proxy to list every peer")
         self.wait_next_second()
+
+    def _list_peers(self, proxy: ProxySQLLab) -> None:
+        with admin_cursor(proxy) as cur:
+            cur.execute("DELETE FROM proxysql_servers")
+            for address in self.addresses:
+                cur.execute(
+                    "INSERT INTO proxysql_servers (hostname, port, weight, comment) "
+                    "VALUES (%s, %s, 0, %s)",
+                    (address.host, address.port, "lab peer"),
+                )
+            variables = dict(CLUSTER_VARIABLES)
+            if proxy.is_real:
+                variables["admin-cluster_username"] = CLUSTER_USER
+                variables["admin-cluster_password"] = CLUSTER_PASSWORD
+                variables["admin-admin_credentials"] = (
+                    f"{ADMIN_USER}:{ADMIN_PASSWORD};{CLUSTER_USER}:{CLUSTER_PASSWORD}"
+                )
+            for name, value in variables.items():
+                cur.execute(
+                    "UPDATE global_variables SET variable_value = %s WHERE variable_name = %s",
+                    (value, name),
+                )
+            for command in (
+                "LOAD ADMIN VARIABLES TO RUNTIME",
+                "SAVE ADMIN VARIABLES TO DISK",
+                "LOAD PROXYSQL SERVERS TO RUNTIME",
+                "SAVE PROXYSQL SERVERS TO DISK",
+            ):
+                cur.execute(command)
+            if not proxy.is_real:
+                cur.execute("LAB STATS DELETE FROM stats_proxysql_servers_checksums")
+                cur.execute("LAB STATS DELETE FROM stats_proxysql_servers_metrics")
+
+    def listed_peers(self, index: int) -> set[ProxyAddress]:
+        """What runtime_proxysql_servers of that proxy lists."""
+        with admin_cursor(self.proxies[index]) as cur:
+            cur.execute("SELECT hostname, port FROM runtime_proxysql_servers")
+            return {ProxyAddress(str(host), int(port)) for host, port in cur.fetchall()}
+
+    def _every_proxy_lists_every_peer(self) -> bool:
+        """True once every proxy lists every peer; a proxy that lost the list (it pulled a
+        peer's list from between that peer's reset and its new list) is listed again."""
+        wanted = set(self.addresses)
+        short = [i for i in range(len(self.proxies)) if self.listed_peers(i) != wanted]
+        for index in short:
+            self._list_peers(self.proxies[index])
+        return not short
 
     def wait_next_second(self) -> None:
         """Until the clock has left the second of every proxy's last LOAD: ProxySQL's peers pull
