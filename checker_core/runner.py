@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import os
 import threading
 import time
@@ -34,6 +35,7 @@ from checker_core.edges.proxysql import (
     plan_statements,
 )
 from checker_core.exitcodes import Exit
+from checker_core.fanout import run_each
 from checker_core.settings.config import ClusterSettings, Endpoint, Settings
 from checker_core.settings.schema import Checker
 
@@ -50,6 +52,10 @@ MIN_PROBE_SHARE_LEFT = 0.5
 ACCESS_DENIED = "(error 1045)"
 # how often a daemon whose proxy had no ProxySQL Cluster peers looks for them again
 PEERS_RECHECK_S = 5.0
+# a LOAD that another cluster's LOAD in the same second holds (peers pull only a newer epoch)
+# waits for the next second this share of max_runtime_ms at most, asking again this often
+WAIT_SECOND_SHARE = 0.25
+SECOND_POLL_S = 0.02
 
 
 class Mode(enum.Enum):
@@ -324,13 +330,29 @@ SAY_WHY_THEY_ENDED = (Outcome.BUSY, Outcome.FAILED, Outcome.BAD_INPUT)
 class PassRunner:
     """Runs passes for every configured cluster; keeps connections when persistent (daemon)."""
 
-    def __init__(self, settings: Settings, kind: CheckerKind, persistent: bool = False) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        kind: CheckerKind,
+        persistent: bool = False,
+        *,
+        store: StateStore | None = None,
+        write_gate: threading.Lock | None = None,
+    ) -> None:
         self.settings = settings
         self.kind = kind
         self.persistent = persistent
-        self.store = StateStore(
+        self.store = store or StateStore(
             settings.run.state_dir, kind.checker, [c.name for c in settings.clusters]
         )
+        # one writer at a time to this ProxySQL's mysql_servers: its admin has no transactions,
+        # and a LOAD carries every staged row, another cluster's half-written ones too
+        self.write_gate = write_gate or threading.Lock()
+        # with several clusters: one runner each, so each pass has its own connections
+        self._each: dict[str, PassRunner] = {}
+        self._shared: dict[str, str] = {}  # clusters whose rosters share a node: why
+        self._shared_until = 0.0
+        self._shared_lock = threading.Lock()
         self.prober = Prober(settings.monitor, kind.probe, persistent)
         self._admin: AdminClient | None = None
         self._peers: PeerMemory | None = None
@@ -362,6 +384,9 @@ class PassRunner:
             self._admin.close()
             self._admin = None
         self.prober.close()
+        for each in self._each.values():
+            each.close()
+        self._each = {}
 
     def _refuse_native_manager(self, admin: AdminClient, cluster: ClusterSettings) -> None:
         """A cluster whose hostgroups ProxySQL's own mysql_*_hostgroups tables manage too is
@@ -433,16 +458,53 @@ class PassRunner:
         return sum(1 for p in probes.values() if p.answered)
 
     def run_all(self, mode: Mode) -> list[PassResult]:
+        """One pass per cluster, all at once: one cluster's slow or dead nodes never delay
+        another's pass."""
         clusters = self.settings.clusters
-        shared = self._shared_nodes() if len(clusters) > 1 else {}
-        results = []
+        if len(clusters) == 1:
+            return [self._isolated(clusters[0], mode)]
+        shared = self._shared_nodes()
+        jobs: list[Callable[[], PassResult]] = []
         for cluster in clusters:
             if cluster.name in shared:
                 message = f"bad input, nothing changed: {shared[cluster.name]}"
-                results.append(PassResult(cluster.name, "-", Outcome.BAD_INPUT, 0.0, message))
+                refused = PassResult(cluster.name, "-", Outcome.BAD_INPUT, 0.0, message)
+                jobs.append(functools.partial(_given, refused))
             else:
-                results.append(self._isolated(cluster, mode))
-        return results
+                jobs.append(functools.partial(self.runner_for(cluster)._isolated, cluster, mode))
+        return run_each(jobs, [c.name for c in clusters])
+
+    def run_one(self, cluster: ClusterSettings, mode: Mode) -> PassResult:
+        """One cluster's pass on its own runner, beside the others' (the daemon's loop of one
+        cluster among several). Clusters whose rosters name the same node are asked about once
+        per PEERS_RECHECK_S, for all the loops."""
+        with self._shared_lock:
+            if self.monotonic() >= self._shared_until:
+                self._shared = self._shared_nodes()
+                self._shared_until = self.monotonic() + PEERS_RECHECK_S
+            shared = self._shared.get(cluster.name)
+        if shared is not None:
+            message = f"bad input, nothing changed: {shared}"
+            return PassResult(cluster.name, "-", Outcome.BAD_INPUT, 0.0, message)
+        return self.runner_for(cluster)._isolated(cluster, mode)
+
+    def runner_for(self, cluster: ClusterSettings) -> PassRunner:
+        """The runner of this one cluster (its own connections, prober and peers' view); the
+        state store and the ProxySQL write gate are this runner's."""
+        each = self._each.get(cluster.name)
+        if each is None or each.settings.clusters != (cluster,):
+            if each is not None:
+                each.close()
+            each = PassRunner(
+                replace(self.settings, clusters=(cluster,)),
+                self.kind,
+                self.persistent,
+                store=self.store,
+                write_gate=self.write_gate,
+            )
+            self._each[cluster.name] = each
+        each.assumed, each.clock, each.monotonic = self.assumed, self.clock, self.monotonic
+        return each
 
     def _isolated(self, cluster: ClusterSettings, mode: Mode) -> PassResult:
         """One cluster's pass; whatever escapes it is that cluster's failed pass, never the
@@ -558,6 +620,25 @@ class PassRunner:
         for failed in done.failed:
             progress.warn(failed)
 
+    def _second_taken(self, admin: AdminClient) -> tuple[Outcome, str] | None:
+        """Asked holding the write gate, just before a LOAD on a proxy with peers: another of
+        this process's clusters may have LOADed in this second since the pass read its view,
+        and the peers pull only a newer epoch. The LOAD waits for the proxy's next second,
+        within the pass's time; past that it is deferred to the next pass."""
+        from checker_core.edges.proxysql_peers import loaded_this_second
+
+        limit = self.settings.run.max_runtime_ms / 1000 * WAIT_SECOND_SHARE
+        waited_until = self.monotonic() + limit
+        while loaded_this_second(admin):
+            if self.monotonic() >= waited_until:
+                return Outcome.DEFERRED, (
+                    "LOAD deferred to the next pass: mysql_servers was loaded in this same "
+                    "second (another cluster's pass) and the peers would not pull a LOAD with "
+                    "no newer epoch"
+                )
+            time.sleep(SECOND_POLL_S)
+        return None
+
     def _repair_staging(
         self, admin: AdminClient, rows: ClusterRows, hostgroups: Hostgroups, progress: PassProgress
     ) -> None:
@@ -602,13 +683,11 @@ class PassRunner:
     def _guarded(self, cluster: ClusterSettings, mode: Mode, progress: PassProgress) -> PassResult:
         """The pass under its deadline, with every failure turned into an outcome made from what
         the pass had done: one whose LOAD went out reports the change, whatever came after."""
-        budget = self.settings.run.max_runtime_ms / 1000
+        budget_ms = self.settings.run.max_runtime_ms
         try:
-            if threading.current_thread() is threading.main_thread():
-                left = budget - (self.monotonic() - progress.started)
-                with deadline(max(0.001, left)):
-                    return self._pass(cluster, mode, progress)
-            return self._pass(cluster, mode, progress)
+            left = budget_ms / 1000 - (self.monotonic() - progress.started)
+            with deadline(max(0.001, left), budget_ms):
+                return self._pass(cluster, mode, progress)
         except (AdminAccessDenied, BadRows, BadRow, NotAPeer) as exc:
             return self._finish(progress, Outcome.BAD_INPUT, f"bad input, nothing changed: {exc}")
         except ApplyFailed as exc:
@@ -775,14 +854,21 @@ class PassRunner:
             held = (Outcome.CLOCK_SKEW if skewed else Outcome.DEFERRED, leadership.load_wait)
         elif paused is not None:
             held = (Outcome.PAUSED, f"paused by {paused}")
-        if held is not None:
-            # nothing goes live, and nothing is left for someone else's LOAD to make live
-            self._repair_staging(admin, rows, hostgroups, progress)
-            progress.remember(self.store, cluster.name, decision.unloaded_memory)
-            return self._finish(progress, *held)
-        applied = admin.apply(
-            decision.plan, persist, rows.staging, save_owed=save_owed, on_load=progress.mark_loaded
-        )
+        with self.write_gate:
+            if held is None and listed and decision.plan.needs_load:
+                held = self._second_taken(admin)
+            if held is not None:
+                # nothing goes live, and nothing is left for someone else's LOAD to make live
+                self._repair_staging(admin, rows, hostgroups, progress)
+                progress.remember(self.store, cluster.name, decision.unloaded_memory)
+                return self._finish(progress, *held)
+            applied = admin.apply(
+                decision.plan,
+                persist,
+                rows.staging,
+                save_owed=save_owed,
+                on_load=progress.mark_loaded,
+            )
         progress.applied = applied
         progress.remember(self.store, cluster.name, decision.memory)
         if persist and (applied.loaded or save_owed):
@@ -893,6 +979,10 @@ def _pending_templates(decision: Decision, rows: ClusterRows) -> str | None:
         "this LOAD also made live the roster edits staged in mysql_servers and not loaded "
         f"before: {'; '.join(parts)}"
     )
+
+
+def _given(result: PassResult) -> PassResult:
+    return result
 
 
 def exit_code(results: list[PassResult]) -> Exit:

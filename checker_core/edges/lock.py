@@ -1,13 +1,17 @@
 """One actor per cluster (rule S6): a flock the kernel drops when the process dies, so a pass
-killed with -9 leaves no stale lock; and a deadline that ends a pass before max_runtime."""
+killed with -9 leaves no stale lock; and a deadline that ends a pass before max_runtime, in
+whichever thread the pass runs."""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import os
 import signal
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
@@ -41,11 +45,34 @@ def cluster_lock(path: Path) -> Iterator[bool]:
 
 
 @contextlib.contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Raise PassTimeout in this (main) thread when `seconds` run out."""
+def deadline(seconds: float, budget_ms: int | None = None) -> Iterator[None]:
+    """Raise PassTimeout in this thread when `seconds` run out. `budget_ms`: run.max_runtime_ms,
+    of which the pass spent all but `seconds` before this: the message then says how long the
+    pass really ran (a late alarm included), not how long this deadline was.
 
+    The main thread (a scheduler pass of one cluster) is interrupted by SIGALRM, which also
+    ends a blocking read at once. Any other thread (one cluster's pass among several) gets the
+    exception at its next bytecode: a read already blocked ends first, at its own timeout."""
+    entered = time.monotonic()
+    before_s = max(0.0, budget_ms / 1000 - seconds) if budget_ms is not None else 0.0
+
+    def timeout() -> PassTimeout:
+        spent = (before_s + time.monotonic() - entered) * 1000
+        limit = f" {budget_ms}" if budget_ms is not None else ""
+        return PassTimeout(f"pass cut short after {spent:.0f} ms (run.max_runtime_ms{limit})")
+
+    if threading.current_thread() is threading.main_thread():
+        with _alarm(seconds, timeout):
+            yield
+    else:
+        with _async_raise(seconds, timeout):
+            yield
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float, timeout: Callable[[], PassTimeout]) -> Iterator[None]:
     def expire(signum: int, frame: FrameType | None) -> None:
-        raise PassTimeout(f"pass cut short after {seconds * 1000:.0f} ms (run.max_runtime_ms)")
+        raise timeout()
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -54,3 +81,48 @@ def deadline(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+class _Expired(PassTimeout):
+    """What a timer thread sets pending in a pass's thread; the message is made when raised."""
+
+    def __init__(self) -> None:
+        super().__init__(_pending_message.get(threading.get_ident(), "pass cut short"))
+
+
+_pending_message: dict[int, str] = {}
+
+
+@contextlib.contextmanager
+def _async_raise(seconds: float, timeout: Callable[[], PassTimeout]) -> Iterator[None]:
+    target = threading.get_ident()
+    guard = threading.Lock()
+    state = {"armed": True, "fired": False}
+
+    def expire() -> None:
+        with guard:
+            if not state["armed"]:
+                return
+            state["fired"] = True
+            _pending_message[target] = str(timeout())
+            _set_async_exc(target, _Expired)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    try:
+        timer.start()
+        yield
+    finally:
+        timer.cancel()
+        with guard:
+            state["armed"] = False
+            if state["fired"]:
+                # set but maybe not yet raised: it must not surface after the pass
+                _set_async_exc(target, None)
+            _pending_message.pop(target, None)
+
+
+def _set_async_exc(thread_id: int, exc: type[BaseException] | None) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc is not None else None
+    )

@@ -33,6 +33,13 @@ def read_checksum(admin: AdminClient) -> Checksum | None:
     return Checksum(int(version), int(epoch), str(checksum))
 
 
+def loaded_this_second(admin: AdminClient) -> bool:
+    """Whether mysql_servers was loaded in the proxy's current second (its epoch), by the proxy's
+    own clock: a LOAD now would carry no newer epoch."""
+    own = read_checksum(admin)
+    return own is not None and own.epoch is not None and own.epoch >= _now(admin)
+
+
 def list_peers(admin: AdminClient) -> tuple[ProxyAddress, ...]:
     """The proxies of the ProxySQL Cluster the local proxy is in (none for a proxy alone)."""
     return tuple(

@@ -9,6 +9,7 @@ first pass, a WATCHDOG ping after every pass, and STOPPING; with run.metrics_lis
 
 from __future__ import annotations
 
+import functools
 import signal
 import threading
 import time
@@ -24,8 +25,8 @@ from checker_core.service.listen import ListenAddress
 from checker_core.service.listener import Listener, ListenError
 from checker_core.service.readiness import ReadinessWatch
 from checker_core.service.sdnotify import Notifier
-from checker_core.service.watch import BetweenPasses, Trigger
-from checker_core.settings.config import ConfigError, Settings
+from checker_core.service.watch import MAX_NAP_S, BetweenPasses, Trigger
+from checker_core.settings.config import ClusterSettings, ConfigError, Settings
 
 
 def run_daemon(
@@ -38,27 +39,100 @@ def run_daemon(
     """Raises ListenError before the first pass when run.metrics_listen cannot be listened on."""
     stop = threading.Event()
     reload = threading.Event()
+    halt = threading.Event()  # ends every loop's wait: set by a stop and by a reload
 
     def on_stop(signum: int, frame: FrameType | None) -> None:
         stop.set()
+        halt.set()
 
     def on_hup(signum: int, frame: FrameType | None) -> None:
         reload.set()
+        halt.set()
 
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGINT, on_stop)
     signal.signal(signal.SIGHUP, on_hup)
     daemon = _Daemon(load, kind, log, notifier or Notifier.from_env())
     try:
-        daemon.loop(stop, reload, on_pass)
+        daemon.loop(stop, reload, halt, on_pass)
     finally:
         daemon.close()
     log.info("daemon", summary="stopped after the current pass")
     return 0
 
 
+class ClusterLoop:
+    """One cluster's cadence: its pass, then the watch's wait for the next one. With several
+    clusters each loop runs on a thread of its own, with its own connections and watch: one
+    cluster's slow or dead nodes never delay another cluster's detection or failover."""
+
+    def __init__(
+        self,
+        daemon: _Daemon,
+        runner: PassRunner,
+        name: str,
+        passes: Callable[[], list[PassResult]],
+    ) -> None:
+        """`runner`: the cluster's own (its prober is what the watch asks); `passes`: its pass."""
+        self.daemon, self.runner, self.name, self.passes = daemon, runner, name, passes
+        self.between = daemon.between_for(runner)
+        self.next_tick = time.monotonic()
+        self.early = False
+        self.turns = 0  # passes done: the watchdog is pinged once every loop has turned
+        self.last: PassResult | None = None
+
+    def turn(self, stop: threading.Event) -> None:
+        """One pass, then the wait until the next one (cut short by the watch or `stop`)."""
+        self.run_pass()
+        self.wait_next(stop)
+
+    def run_pass(self) -> None:
+        daemon = self.daemon
+        results = []
+        for ran in self.passes():
+            result, change = daemon.readiness.observe(ran)
+            # on the board before its line is logged: whoever reads the line and then asks
+            # /metrics or /status sees this pass there
+            daemon.board.record([result])
+            log_pass(daemon.log, result)
+            if change:
+                daemon.log.warning("readiness", cluster=result.cluster, summary=change)
+            daemon.warn_advice(result)
+            results.append(result)
+        self.last = results[-1] if results else None
+        self.turns += 1
+        daemon.turned()
+        self.between.observe(results)
+
+    def wait_next(self, stop: threading.Event) -> None:
+        daemon = self.daemon
+        if not self.early:
+            self.next_tick += self.runner.settings.run.interval_ms / 1000
+            self.next_tick = max(self.next_tick, time.monotonic())
+        # an early pass leaves the cadence as it was: the next regular pass keeps its time
+        trigger = self._wait(stop)
+        self.early = trigger is not None
+        if trigger is not None:
+            daemon.board.started_early(trigger.cause.label)
+            daemon.log.info("watch", cluster=self.name, summary=trigger.describe())
+
+    def _wait(self, stop: threading.Event) -> Trigger | None:
+        """The watch's wait; whatever it raises costs the watch until the next tick, never the
+        daemon (the regular cadence goes on)."""
+        try:
+            return self.between.wait(self.next_tick, stop)
+        except Exception as exc:  # the net: the watch is an acceleration, the loop is not
+            self.daemon.log.error(
+                "watch",
+                cluster=self.name,
+                summary=f"watch failed, waiting for the next pass: {exc!r}",
+            )
+            stop.wait(max(0.0, self.next_tick - time.monotonic()))
+            return None
+
+
 class _Daemon:
-    """The loop's state: the runner, what it shows outside, and how it reaches systemd."""
+    """The loops' state: the runners, what they show outside, and how they reach systemd."""
 
     def __init__(
         self, load: Callable[[], Settings], kind: CheckerKind, log: Any, notify: Notifier
@@ -68,9 +142,10 @@ class _Daemon:
         self.board = Board(settings)
         self.listener = self._listen(settings.run.metrics_listen)
         self.runner = PassRunner(settings, kind, persistent=True)
-        self.between = self._between(settings)
         self.readiness = ReadinessWatch()
         self.advised: dict[str, tuple[str, ...]] = {}
+        self._turned = threading.Condition()
+        self.loops = self._loops()
         self._warm_up()
         self._warn_watchdog(settings)
         serving = (
@@ -84,56 +159,109 @@ class _Daemon:
             clusters=[c.name for c in settings.clusters],
         )
 
+    def _loops(self) -> list[ClusterLoop]:
+        runner = self.runner
+        clusters = runner.settings.clusters
+        if len(clusters) == 1:
+            one = functools.partial(runner.run_all, Mode.APPLY)
+            return [ClusterLoop(self, runner, clusters[0].name, one)]
+        return [
+            ClusterLoop(self, runner.runner_for(c), c.name, functools.partial(_one_pass, runner, c))
+            for c in clusters
+        ]
+
+    def between_for(self, runner: PassRunner) -> BetweenPasses:
+        settings = runner.settings
+        monitor = settings.monitor
+        return BetweenPasses(
+            runner.prober,
+            self.kind.policy,
+            question=self.kind.watch,
+            watch_interval_ms=settings.run.watch_interval_ms,
+            answer_budget_s=(monitor.connect_timeout_ms + monitor.read_timeout_ms) / 1000,
+        )
+
+    def turned(self) -> None:
+        with self._turned:
+            self._turned.notify_all()
+
     def loop(
-        self, stop: threading.Event, reload: threading.Event, on_pass: Callable[[], None] | None
+        self,
+        stop: threading.Event,
+        reload: threading.Event,
+        halt: threading.Event,
+        on_pass: Callable[[], None] | None,
     ) -> None:
-        next_tick = time.monotonic()
+        """Until `stop`; `reload` is taken at a pass boundary; `halt` ends the loops' waits."""
         ready = False
-        early = False
         while not stop.is_set():
             if reload.is_set():
                 reload.clear()
                 self.notify.reloading()
                 self._reload()
                 ready = False
-            results = []
-            for ran in self.runner.run_all(Mode.APPLY):
-                result, change = self.readiness.observe(ran)
-                # on the board before its line is logged: whoever reads the line and then asks
-                # /metrics or /status sees this pass there
-                self.board.record([result])
-                log_pass(self.log, result)
-                if change:
-                    self.log.warning("readiness", cluster=result.cluster, summary=change)
-                self._warn_advice(result)
-                results.append(result)
-            self._report_to_systemd(results, first=not ready)
+            if not stop.is_set():
+                halt.clear()
+            if len(self.loops) == 1:
+                ready = self._one(self.loops[0], halt, on_pass, ready)
+            else:
+                ready = self._several(halt, on_pass, ready)
+        self.notify.stopping()
+
+    def _one(
+        self,
+        loop: ClusterLoop,
+        halt: threading.Event,
+        on_pass: Callable[[], None] | None,
+        ready: bool,
+    ) -> bool:
+        """A single cluster's loop, on this (the main) thread, till a stop or a reload."""
+        while not halt.is_set():
+            loop.run_pass()
+            self._report_to_systemd(first=not ready)
             ready = True
             if on_pass is not None:
                 on_pass()
-            self.between.observe(results)
-            if not early:
-                next_tick += self.runner.settings.run.interval_ms / 1000
-                next_tick = max(next_tick, time.monotonic())
-            # an early pass leaves the cadence as it was: the next regular pass keeps its time
-            trigger = self._wait(next_tick, stop)
-            early = trigger is not None
-            if trigger is not None:
-                self.board.started_early(trigger.cause.label)
-                self.log.info("watch", summary=trigger.describe())
-        self.notify.stopping()
+            loop.wait_next(halt)
+        return ready
 
-    def _wait(self, until: float, stop: threading.Event) -> Trigger | None:
-        """The watch's wait; whatever it raises costs the watch until the next tick, never the
-        daemon (the regular cadence goes on)."""
+    def _several(
+        self, halt: threading.Event, on_pass: Callable[[], None] | None, ready: bool
+    ) -> bool:
+        """Every cluster's loop on its own thread; this one reports to systemd, and ends them
+        all at a stop or a reload (each after its current pass)."""
+
+        def run(loop: ClusterLoop) -> None:
+            while not halt.is_set():
+                loop.turn(halt)
+
+        threads = [
+            threading.Thread(target=run, args=(loop,), name=f"loop-{loop.name}", daemon=True)
+            for loop in self.loops
+        ]
+        for thread in threads:
+            thread.start()
+        seen = [loop.turns for loop in self.loops]
         try:
-            return self.between.wait(until, stop)
-        except Exception as exc:  # the net: the watch is an acceleration, the loop is not
-            self.log.error("watch", summary=f"watch failed, waiting for the next pass: {exc!r}")
-            stop.wait(max(0.0, until - time.monotonic()))
-            return None
+            while not halt.is_set():
+                with self._turned:
+                    self._turned.wait(MAX_NAP_S)
+                turns = [loop.turns for loop in self.loops]
+                if all(now > before for now, before in zip(turns, seen, strict=True)):
+                    # every loop turned since the last report: the watchdog is for a loop that
+                    # stopped turning, any one of them
+                    seen = turns
+                    self._report_to_systemd(first=not ready)
+                    ready = True
+                    if on_pass is not None:
+                        on_pass()
+        finally:
+            halt.set()
+            for thread in threads:
+                thread.join()
+        return ready
 
-    def _warn_advice(self, result: PassResult) -> None:
+    def warn_advice(self, result: PassResult) -> None:
         """An advisor's warning is logged when it appears or changes, not every pass (the
         pass line carries it every pass)."""
         if result.decision is None:
@@ -143,16 +271,6 @@ class _Daemon:
             self.advised[result.cluster] = warned
             for text in warned:
                 self.log.warning("advice", cluster=result.cluster, summary=text)
-
-    def _between(self, settings: Settings) -> BetweenPasses:
-        monitor = settings.monitor
-        return BetweenPasses(
-            self.runner.prober,
-            self.kind.policy,
-            question=self.kind.watch,
-            watch_interval_ms=settings.run.watch_interval_ms,
-            answer_budget_s=(monitor.connect_timeout_ms + monitor.read_timeout_ms) / 1000,
-        )
 
     def close(self) -> None:
         self.readiness.close()
@@ -168,15 +286,15 @@ class _Daemon:
 
     def _warm_up(self) -> None:
         started = time.monotonic()
-        answered = self.runner.warm_up()
+        answered = sum(loop.runner.warm_up() for loop in self.loops)
         self.log.debug(
             "daemon",
             summary=f"connected ahead of the first pass: {answered} node(s) answered "
             f"in {(time.monotonic() - started) * 1000:.0f} ms",
         )
 
-    def _report_to_systemd(self, results: list[PassResult], first: bool) -> None:
-        status = " | ".join(r.summary() for r in results)
+    def _report_to_systemd(self, first: bool) -> None:
+        status = " | ".join(loop.last.summary() for loop in self.loops if loop.last is not None)
         if first:
             self.notify.ready(status)
         else:
@@ -206,7 +324,7 @@ class _Daemon:
         self.runner.close()
         tls.forget()  # certificate files are read again, as the configuration is
         self.runner = PassRunner(settings, self.kind, persistent=True)
-        self.between = self._between(settings)
+        self.loops = self._loops()
         self._warm_up()
         self.board.reconfigure(settings)
         self.readiness.forget({c.name for c in settings.clusters})
@@ -221,3 +339,7 @@ class _Daemon:
                 self.log.error("reload", summary=f"run.metrics_listen: {exc}; serving no metrics")
         self._warn_watchdog(settings)
         self.log.info("reload", summary=f"configuration reloaded from {settings.source}")
+
+
+def _one_pass(runner: PassRunner, cluster: ClusterSettings) -> list[PassResult]:
+    return [runner.run_one(cluster, Mode.APPLY)]
