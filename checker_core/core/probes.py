@@ -22,6 +22,11 @@ class ProbeFailure(enum.Enum):
     """How a probe failed. ERROR and REFUSED are answers: the node was heard. SILENT is not."""
 
     SILENT = ("silent", "no answer in time: soft, subject to retry_down and the blind-pass rule")
+    UNHEARD = (
+        "unheard",
+        "the checker's own lateness (short of CPU: its probe started late, or the answer waited "
+        "unread): says nothing of the node, never counted against it",
+    )
     ERROR = ("error", "the server answered with an error (access denied, too many connections)")
     REFUSED = ("refused", "nothing listens on the port: the server is not running")
 
@@ -91,7 +96,13 @@ def sight_of(probes: Mapping[NodeAddress, ProbeResult], nodes: Iterable[NodeAddr
     silent = frozenset(
         n
         for n, r in zip(roster, results, strict=True)
-        if r is None or r.how_failed is ProbeFailure.SILENT
+        if r is None or r.how_failed in (ProbeFailure.SILENT, ProbeFailure.UNHEARD)
+    )
+    # the checker's own lateness is never the node's: not counted, whatever the others did
+    unheard = frozenset(
+        n
+        for n, r in zip(roster, results, strict=True)
+        if r is not None and r.how_failed is ProbeFailure.UNHEARD
     )
     if not roster:
         return CLEAR
@@ -109,6 +120,13 @@ def sight_of(probes: Mapping[NodeAddress, ProbeResult], nodes: Iterable[NodeAddr
             silent,
             f"partly blind: {len(silent)} of {len(roster)} nodes silent within {waited:.0f} ms; "
             "the silent keep their place",
+        )
+    if unheard:
+        return PassSight(
+            Sight.CLEAR,
+            unheard,
+            f"{len(unheard)} node(s) unheard for the checker's own lateness (short of CPU); "
+            "they keep their place",
         )
     return CLEAR
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import select
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -105,15 +106,24 @@ class Prober:
             _close(old)
 
     def probe_one(
-        self, node: NodeAddress, deadline: float, probe: ProbeFn | None = None
+        self,
+        node: NodeAddress,
+        deadline: float,
+        probe: ProbeFn | None = None,
+        flight: Flight | None = None,
     ) -> ProbeResult:
-        """`probe`: another question than the checker's probe (the daemon's watch)."""
+        """`probe`: another question than the checker's probe (the daemon's watch); `flight`:
+        where the probe says how far it got, for a collector whose deadline came first."""
         started = time.monotonic()
+        if flight is not None:
+            flight.begun = started
         conn = self._take(node)
         try:
             if conn is None:
                 remaining = max(0.05, deadline - started)
                 conn = self._connect(node, min(self._monitor.connect_timeout_ms / 1000, remaining))
+            if flight is not None:
+                flight.conn = conn
             facts = (probe or self._probe)(conn)
         except Exception as exc:  # every failure of a probe is data about the node
             if conn is not None:
@@ -129,23 +139,23 @@ class Prober:
         deadline: float,
         results: queue.Queue[ProbeResult],
         probe: ProbeFn | None = None,
+        flight: Flight | None = None,
     ) -> None:
         """Run one probe off this thread: on the daemon's reused workers, or a throwaway thread
         that can never hold the process open (a one-shot pass exits even if a node hangs)."""
+
+        def run() -> None:
+            results.put(self.probe_one(node, deadline, probe, flight))
+
         if self._persistent:
             if self._pool is None:
                 # the daemon's only: a one-shot pass need not import concurrent.futures
                 from concurrent.futures import ThreadPoolExecutor
 
                 self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="probe")
-            self._pool.submit(lambda: results.put(self.probe_one(node, deadline, probe)))
+            self._pool.submit(run)
             return
-        thread = threading.Thread(
-            target=lambda: results.put(self.probe_one(node, deadline, probe)),
-            name=f"probe-{node}",
-            daemon=True,
-        )
-        thread.start()
+        threading.Thread(target=run, name=f"probe-{node}", daemon=True).start()
 
     def start(
         self, nodes: Sequence[NodeAddress], deadline: float, probe: ProbeFn | None = None
@@ -153,7 +163,7 @@ class Prober:
         """Probes of `nodes` under way; their results are gathered by PendingProbes.collect."""
         pending = PendingProbes(tuple(nodes), time.monotonic())
         for node in pending.nodes:
-            self._spawn(node, deadline, pending.results, probe)
+            self._spawn(node, deadline, pending.results, probe, pending.flights[node])
         return pending
 
     def probe_all(
@@ -162,19 +172,25 @@ class Prober:
         """Every node's result by the deadline (monotonic seconds); late ones say so."""
         return self.start(nodes, deadline, probe).collect(deadline)
 
-    def idle(self) -> dict[int, NodeAddress]:
-        """The open connections no probe is using, by socket file descriptor: the daemon
-        watches them between passes (an idle probe connection has nothing to read unless its
-        server closed it, reset it or said goodbye)."""
+    def idle(self) -> dict[int, tuple[NodeAddress, object]]:
+        """The open connections no probe is using, by socket file descriptor, with the
+        connection itself: the daemon watches them between passes (an idle probe connection
+        has nothing to read unless its server closed it, reset it or said goodbye)."""
         with self._lock:
             conns = list(self._conns.items())
-        found: dict[int, NodeAddress] = {}
+        found: dict[int, tuple[NodeAddress, object]] = {}
         for node, conn in conns:
             sock = getattr(conn, "_sock", None)
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 if sock is not None and sock.fileno() >= 0:
-                    found[sock.fileno()] = node
+                    found[sock.fileno()] = (node, conn)
         return found
+
+    def still_idle(self, node: NodeAddress, conn: object) -> bool:
+        """Whether `conn` is still the node's idle connection: since idle() was asked, a probe
+        may have taken it, or a late probe handed back another and closed this one."""
+        with self._lock:
+            return self._conns.get(node) is conn
 
     def discard(self, node: NodeAddress) -> None:
         """Drop the node's idle connection: the next probe connects afresh (and a server
@@ -194,6 +210,22 @@ class Prober:
             _close(conn)
 
 
+class Flight:
+    """How far one probe got: when its thread began, and its connection once it had one. The
+    probe's thread writes it; a collector whose deadline came first reads it."""
+
+    __slots__ = ("begun", "conn")
+
+    def __init__(self) -> None:
+        self.begun: float | None = None
+        self.conn: pymysql.connections.Connection[Any] | None = None
+
+
+# a collector that woke this much after its deadline (at least) was itself short of CPU
+LATE_WAKE_MIN_S = 0.02
+LATE_WAKE_SHARE = 0.1
+
+
 class PendingProbes:
     """Probes started together; collect() waits for them up to the deadline."""
 
@@ -201,6 +233,7 @@ class PendingProbes:
         self.nodes = nodes
         self.started = started
         self.results: queue.Queue[ProbeResult] = queue.Queue()
+        self.flights = {node: Flight() for node in nodes}
 
     def collect(
         self, deadline: float, only: Collection[NodeAddress] | None = None
@@ -218,17 +251,62 @@ class PendingProbes:
             except queue.Empty:
                 break
             done[result.node] = result
-        waited = (time.monotonic() - self.started) * 1000
+        woke = time.monotonic()
+        # what came in while this thread waited for the CPU came in time
+        with contextlib.suppress(queue.Empty):
+            while not all(n in done for n in wanted):
+                result = self.results.get_nowait()
+                done[result.node] = result
+        waited = (woke - self.started) * 1000
         for node in wanted:
             if node not in done:
+                own = self.own_lateness(node, deadline, woke)
                 done[node] = ProbeResult(
                     node,
                     None,
-                    f"no answer within the pass deadline ({waited:.0f} ms)",
+                    own or f"no answer within the pass deadline ({waited:.0f} ms)",
                     waited,
-                    ProbeFailure.SILENT,
+                    ProbeFailure.UNHEARD if own else ProbeFailure.SILENT,
                 )
         return done
+
+    def own_lateness(self, node: NodeAddress, deadline: float, woke: float) -> str | None:
+        """Why a probe still out at the deadline says nothing of its node: the checker itself
+        lacked CPU. None when the node had its chance and stayed silent."""
+        window = max(0.0, deadline - self.started)
+        late = woke - deadline
+        if late > max(LATE_WAKE_MIN_S, window * LATE_WAKE_SHARE):
+            return (
+                f"not heard: the checker woke {late * 1000:.0f} ms after its deadline "
+                "(short of CPU)"
+            )
+        flight = self.flights.get(node)
+        if flight is None:
+            return None
+        if flight.begun is None:
+            return "not heard: the checker had not started its probe by the deadline (short of CPU)"
+        if flight.begun - self.started > window / 2:
+            left = (deadline - flight.begun) * 1000
+            return (
+                f"not heard: the checker started its probe only {max(0.0, left):.0f} ms before "
+                "the deadline (short of CPU)"
+            )
+        if _answer_waiting(flight.conn):
+            return "not heard: its answer was waiting unread at the deadline (short of CPU)"
+        return None
+
+
+def _answer_waiting(conn: pymysql.connections.Connection[Any] | None) -> bool:
+    """Whether the node's bytes sit in the socket, unread by a probe thread that had no CPU."""
+    sock = getattr(conn, "_sock", None)
+    if sock is None:
+        return False
+    try:
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+    except (OSError, ValueError):
+        return False
 
 
 def _close(conn: pymysql.connections.Connection[Any]) -> None:

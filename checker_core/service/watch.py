@@ -211,9 +211,17 @@ class BetweenPasses:
             poller.register(fd, _POLL_EVENTS)
         # rounded up: a timeout truncated to 0 ms would spin until the next question
         events = poller.poll(max(0, math.ceil(timeout_s * 1000)))
-        if not events:
+        # only a connection that is still the node's idle one speaks for its server: one a
+        # probe took since (its answer is readable) or one closed here after a late probe
+        # handed back another (POLLNVAL) says nothing of the server
+        closed = {
+            idle[fd]
+            for fd, event in events
+            if fd in idle and not event & select.POLLNVAL and self.prober.still_idle(*idle[fd])
+        }
+        if not closed:
             return None
-        nodes = tuple(sorted({idle[fd] for fd, _ in events if fd in idle}))
+        nodes = tuple(sorted(node for node, _ in closed))
         for node in nodes:
             self.prober.discard(node)
         names = ", ".join(map(str, nodes))

@@ -161,8 +161,9 @@ def test_a_node_gone_from_the_roster_is_not_waited_for() -> None:
 
 
 def test_a_silent_node_still_in_the_roster_is_waited_for_until_the_deadline() -> None:
-    pending = PendingProbes((N1, N2), 0.0)
+    pending = PendingProbes((N1, N2), time.monotonic())
     pending.results.put(probe_ok(N1))
+    pending.flights[N2].begun = pending.started  # its probe went out at once, and hangs
 
     found = pending.collect(time.monotonic() + 0.05, only=(N1, N2, N4))
 

@@ -128,8 +128,12 @@ class SocketProber:
         self.answers: dict[NodeAddress, ProbeResult] = {n: probe_ok(n) for n in nodes}
         self.asked = 0
 
-    def idle(self) -> dict[int, NodeAddress]:
-        return {ours.fileno(): n for n, (ours, _) in self.pairs.items()}
+    def idle(self) -> dict[int, tuple[NodeAddress, object]]:
+        return {ours.fileno(): (n, ours) for n, (ours, _) in self.pairs.items()}
+
+    def still_idle(self, node: NodeAddress, conn: object) -> bool:
+        pair = self.pairs.get(node)
+        return pair is not None and pair[0] is conn
 
     def discard(self, node: NodeAddress) -> None:
         self.discarded.append(node)
@@ -215,3 +219,46 @@ def test_a_node_held_by_its_hysteresis_is_asked_again_when_that_is_spent(
     assert trigger is not None and trigger.cause is Cause.RECHECK
     assert trigger.nodes == (N3,)
     assert wait.wait(time.monotonic() + 0.1, threading.Event()) is None, "asked once"
+
+
+class RacingProber(SocketProber):
+    """Between the watch's look at the idle connections and its poll, a probe thread runs:
+    `race` says what it does to N2's connection."""
+
+    def __init__(self, nodes: Sequence[NodeAddress], race: str) -> None:
+        super().__init__(nodes)
+        self.race = race
+        self.spare: list[socket.socket] = []
+
+    def idle(self) -> dict[int, tuple[NodeAddress, object]]:
+        snapshot = super().idle()
+        if self.race:
+            ours, theirs = self.pairs.pop(N2)
+            if self.race == "taken":
+                # a probe took it and its server answered the probe's question
+                theirs.sendall(b"\x05\x00\x00\x01\x00\x00\x00\x02\x00")
+                self.spare += [ours, theirs]
+            else:
+                # a late probe handed back a fresh connection; this one was closed here (its
+                # number not yet reused: the poll finds it closed)
+                self.pairs[N2] = socket.socketpair()
+                ours.close()
+                self.spare.append(theirs)
+            self.race = ""
+        return snapshot
+
+    def close(self) -> None:
+        super().close()
+        for sock in self.spare:
+            sock.close()
+
+
+@pytest.mark.parametrize("race", ["taken", "replaced"])
+def test_a_connection_that_stopped_being_idle_says_nothing_of_its_server(race: str) -> None:
+    racing = RacingProber((N1, N2, N3), race)
+    try:
+        wait = between(racing, 0)
+        assert wait.wait(time.monotonic() + 0.3, threading.Event()) is None
+        assert racing.discarded == [], "no connection dropped that its server did not close"
+    finally:
+        racing.close()
