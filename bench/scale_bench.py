@@ -1,0 +1,309 @@
+"""How the daemon's cost grows with nodes and with clusters, on simulated Galera nodes (not a
+test: it prints numbers and ratios, asserts nothing).
+
+    python -m bench.scale_bench [--passes 200] [--seconds 20] [--nodes 3,15,30,60]
+                                [--clusters 1,10,50] [--interval-ms 1000]
+
+The nodes are the lab's fleet (tests/lab/simnodes.py: one process answering the probe's and the
+watch's questions as Synced Galera nodes, a few tens of microseconds each); ProxySQL is the
+lab's (a real one when installed, else the emulator). Figures are CPU time, which stays put on a
+busy machine where wall time does not. Each is measured quiet (every answer the same) and with
+changing queues (every node's wsrep_local_recv_queue moves 0..5 between answers, as under
+writes).
+
+- pass CPU against nodes: one cluster of N nodes, the daemon's pass (persistent connections,
+  in this process) after the layout converged; CPU per pass and its ratio to the 3-node pass
+  (target: 60 nodes <= 3x);
+- daemon CPU against clusters: `galera-checker daemon` on C clusters of 3 nodes at
+  --interval-ms, the watch on (its default 40 ms); its CPU over --seconds as % of one core
+  (target at 50 clusters, 1000 ms: <= 10 %), the longest pass and the longest gap between two
+  passes of one cluster, beside the interval (target: never longer than the interval), and how
+  many passes the watch started early.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.common import Lab, admin_client
+from checker_core.core.model import NodeAddress, ServerRow
+from checker_core.runner import Mode, Outcome, PassRunner
+from checker_core.settings.config import load
+from checker_core.settings.schema import Checker
+from galera_checker.cli import kind as galera_kind
+from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
+from tests.lab.simnodes import SimNodes
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+WARM_UP_S = 3.0
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """Simulated clusters as the checker's configuration names them."""
+
+    clusters: tuple[tuple[str, tuple[NodeAddress, ...]], ...]
+
+    @staticmethod
+    def of(sim: SimNodes) -> Fleet:
+        found = []
+        for cluster in sim.clusters:
+            nodes = tuple(NodeAddress(*SimNodes.address(n)) for n in cluster.nodes)
+            found.append((cluster.name, nodes))
+        return Fleet(tuple(found))
+
+    @staticmethod
+    def writer_hostgroup(index: int) -> int:
+        return 1000 + 10 * index
+
+
+def seed(lab: Lab, fleet: Fleet) -> None:
+    """Every cluster's roster in its template hostgroups, weights falling in node order."""
+    admin = admin_client(lab.proxysql)
+    try:
+        rows = []
+        hostgroups = []
+        for index, (_, nodes) in enumerate(fleet.clusters):
+            writer = Fleet.writer_hostgroup(index)
+            config_writer, config_reader = 8000 + writer, 8000 + writer + 1
+            hostgroups += [writer, writer + 1, writer + 2, writer + 3, config_writer, config_reader]
+            for rank, node in enumerate(nodes):
+                rows.append(ServerRow(config_writer, node.host, node.port, weight=1000 - rank))
+                rows.append(ServerRow(config_reader, node.host, node.port, weight=100))
+        admin.stage(hostgroups, rows)
+        admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
+    finally:
+        admin.close()
+
+
+def write_config(lab: Lab, fleet: Fleet, where: Path, interval_ms: int, watch_ms: int = 40) -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "admin.pw").write_text(lab.proxysql.admin_password + "\n")
+    (where / "monitor.pw").write_text(MONITOR_PASSWORD + "\n")
+    lines = [
+        "[proxysql]",
+        f'host = "{lab.proxysql.admin_host}"',
+        f"port = {lab.proxysql.admin_port}",
+        f'user = "{lab.proxysql.admin_user}"',
+        f'password_file = "{where / "admin.pw"}"',
+        'ssl_mode = "disabled"',
+        "[monitor]",
+        f'user = "{MONITOR_USER}"',
+        f'password_file = "{where / "monitor.pw"}"',
+        'ssl_mode = "disabled"',
+        "connect_timeout_ms = 300",
+        "read_timeout_ms = 400",
+        "[run]",
+        f'state_dir = "{where / "state"}"',
+        f"interval_ms = {interval_ms}",
+        f"watch_interval_ms = {watch_ms}",
+        f"max_runtime_ms = {min(interval_ms - 100, 1800)}",
+        'log_format = "json"',
+    ]
+    for index, (name, _) in enumerate(fleet.clusters):
+        writer = Fleet.writer_hostgroup(index)
+        lines += [
+            "[[cluster]]",
+            f'name = "{name}"',
+            f"writer_hostgroup = {writer}",
+            f"reader_hostgroup = {writer + 1}",
+            f"backup_writer_hostgroup = {writer + 2}",
+            f"offline_hostgroup = {writer + 3}",
+        ]
+    path = where / "checker.toml"
+    path.write_text("\n".join(lines) + "\n")
+    path.chmod(0o600)
+    return path
+
+
+def set_changing(sim: SimNodes, on: bool) -> None:
+    for node in sim.addresses:
+        sim.changing(node, on)
+
+
+# ---------------------------------------------------------------- pass CPU against nodes
+
+
+def pass_cpu_ms(lab: Lab, nodes: int, passes: int, changing: bool, home: Path) -> float:
+    """CPU per daemon pass (this process, every thread) over one cluster of `nodes`."""
+    with SimNodes(clusters=1, nodes=nodes) as sim:
+        fleet = Fleet.of(sim)
+        seed(lab, fleet)
+        config = write_config(lab, fleet, home / f"nodes-{nodes}-{changing}", 2000)
+        kind = galera_kind()
+        runner = PassRunner(load(config, Checker.GALERA, env={}), kind, persistent=True)
+        try:
+            for _ in range(20):  # until the layout is placed and nothing changes
+                if all(r.outcome is Outcome.UNCHANGED for r in runner.run_all(Mode.APPLY)):
+                    break
+            set_changing(sim, changing)
+            runner.run_all(Mode.APPLY)
+            started = time.process_time()
+            for _ in range(passes):
+                runner.run_all(Mode.APPLY)
+            return (time.process_time() - started) * 1000 / passes
+        finally:
+            runner.close()
+
+
+# ---------------------------------------------------------------- daemon CPU against clusters
+
+
+@dataclass(frozen=True)
+class DaemonRun:
+    cpu_percent: float
+    passes: int
+    longest_pass_ms: float
+    longest_gap_ms: float
+    early: int
+
+
+def cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def daemon_run(
+    lab: Lab,
+    clusters: int,
+    *,
+    seconds: float,
+    interval_ms: int,
+    watch_ms: int,
+    changing: bool,
+    home: Path,
+) -> DaemonRun:
+    with SimNodes(clusters=clusters, nodes=3) as sim:
+        fleet = Fleet.of(sim)
+        seed(lab, fleet)
+        config = write_config(
+            lab, fleet, home / f"clusters-{clusters}-{changing}", interval_ms, watch_ms
+        )
+        set_changing(sim, changing)
+        executable = Lab.executable("galera-checker")
+        daemon = subprocess.Popen(
+            [executable, f"--config={config}", "daemon"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={"PATH": os.environ.get("PATH", os.defpath)},
+            start_new_session=True,
+        )
+        lines: list[dict[str, object]] = []
+        measuring = threading.Event()
+
+        def read() -> None:
+            assert daemon.stderr is not None
+            for raw in daemon.stderr:
+                if measuring.is_set():
+                    try:
+                        lines.append({**json.loads(raw), "_at": time.monotonic()})
+                    except ValueError:
+                        continue
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            time.sleep(WARM_UP_S + clusters * 0.05)  # connects and first passes, not measured
+            measuring.set()
+            before, started = cpu_ticks(daemon.pid), time.monotonic()
+            time.sleep(seconds)
+            spent = (cpu_ticks(daemon.pid) - before) / CLK_TCK
+            elapsed = time.monotonic() - started
+            measuring.clear()
+        finally:
+            daemon.terminate()
+            try:
+                daemon.wait(30)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait(10)
+        passes = [line for line in lines if line.get("event") == "pass"]
+        at: dict[str, list[float]] = defaultdict(list)
+        for line in passes:
+            at[str(line.get("cluster"))].append(float(str(line["_at"])))
+        gaps = [(b - a) * 1000 for times in at.values() for a, b in itertools.pairwise(times)]
+        return DaemonRun(
+            cpu_percent=100 * spent / elapsed,
+            passes=len(passes),
+            longest_pass_ms=max((float(str(p.get("duration_ms", 0))) for p in passes), default=0),
+            longest_gap_ms=max(gaps, default=0.0),
+            early=sum(1 for line in lines if line.get("event") == "watch"),
+        )
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--passes", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--nodes", default="3,15,30,60")
+    parser.add_argument("--clusters", default="1,10,50")
+    parser.add_argument("--interval-ms", type=int, default=1000)
+    parser.add_argument("--watch-ms", type=int, default=40, help="run.watch_interval_ms")
+    parser.add_argument("--only", choices=("nodes", "clusters"), help="one of the two tables")
+    args = parser.parse_args(argv)
+    node_counts = [int(n) for n in args.nodes.split(",")]
+    cluster_counts = [int(c) for c in args.clusters.split(",")]
+    with Lab() as lab, tempfile.TemporaryDirectory(prefix="scale-bench-") as tmp:
+        home = Path(tmp)
+        print(f"proxysql: {'real ' if lab.proxysql.is_real else 'emulated '}admin endpoint")
+        if args.only != "clusters":
+            nodes_table(lab, node_counts, args.passes, home)
+        if args.only != "nodes":
+            clusters_table(lab, cluster_counts, args, home)
+    return 0
+
+
+def nodes_table(lab: Lab, node_counts: list[int], passes: int, home: Path) -> None:
+    print("\npass CPU against nodes (one cluster, the daemon's pass)")
+    print(f"{'nodes':>6} {'quiet ms':>9} {'ratio':>6} {'changing ms':>12} {'ratio':>6}")
+    floor: dict[bool, float] = {}
+    for nodes in node_counts:
+        row = [f"{nodes:>6}"]
+        for changing in (False, True):
+            cost = pass_cpu_ms(lab, nodes, passes, changing, home)
+            floor.setdefault(changing, cost)
+            row.append(f"{cost:>9.2f}" if not changing else f"{cost:>12.2f}")
+            row.append(f"{cost / floor[changing]:>6.2f}")
+        print(" ".join(row))
+
+
+def clusters_table(
+    lab: Lab, cluster_counts: list[int], args: argparse.Namespace, home: Path
+) -> None:
+    watch = f"watch every {args.watch_ms} ms" if args.watch_ms else "watch questions off"
+    print(f"\ndaemon CPU against clusters of 3 nodes (interval {args.interval_ms} ms, {watch})")
+    print(
+        f"{'clusters':>8} {'queues':>8} {'CPU %':>6} {'passes':>7} "
+        f"{'longest pass ms':>16} {'longest gap ms':>15} {'early':>6}"
+    )
+    for clusters in cluster_counts:
+        for changing in (False, True):
+            ran = daemon_run(
+                lab,
+                clusters,
+                seconds=args.seconds,
+                interval_ms=args.interval_ms,
+                watch_ms=args.watch_ms,
+                changing=changing,
+                home=home,
+            )
+            print(
+                f"{clusters:>8} {'changing' if changing else 'quiet':>8} "
+                f"{ran.cpu_percent:>6.1f} {ran.passes:>7} {ran.longest_pass_ms:>16.1f} "
+                f"{ran.longest_gap_ms:>15.1f} {ran.early:>6}"
+            )
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
