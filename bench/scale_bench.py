@@ -37,94 +37,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.common import Lab, admin_client
-from checker_core.core.model import NodeAddress, ServerRow
 from checker_core.runner import Mode, Outcome, PassRunner
 from checker_core.settings.config import load
 from checker_core.settings.schema import Checker
 from galera_checker.cli import kind as galera_kind
-from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
+from tests.lab.fleet_config import Fleet, write_config
+from tests.lab.fleet_config import seed as seed_fleet
 from tests.lab.simnodes import SimNodes
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 WARM_UP_S = 3.0
 
 
-@dataclass(frozen=True)
-class Fleet:
-    """Simulated clusters as the checker's configuration names them."""
-
-    clusters: tuple[tuple[str, tuple[NodeAddress, ...]], ...]
-
-    @staticmethod
-    def of(sim: SimNodes) -> Fleet:
-        found = []
-        for cluster in sim.clusters:
-            nodes = tuple(NodeAddress(*SimNodes.address(n)) for n in cluster.nodes)
-            found.append((cluster.name, nodes))
-        return Fleet(tuple(found))
-
-    @staticmethod
-    def writer_hostgroup(index: int) -> int:
-        return 1000 + 10 * index
-
-
 def seed(lab: Lab, fleet: Fleet) -> None:
-    """Every cluster's roster in its template hostgroups, weights falling in node order."""
     admin = admin_client(lab.proxysql)
     try:
-        rows = []
-        hostgroups = []
-        for index, (_, nodes) in enumerate(fleet.clusters):
-            writer = Fleet.writer_hostgroup(index)
-            config_writer, config_reader = 8000 + writer, 8000 + writer + 1
-            hostgroups += [writer, writer + 1, writer + 2, writer + 3, config_writer, config_reader]
-            for rank, node in enumerate(nodes):
-                rows.append(ServerRow(config_writer, node.host, node.port, weight=1000 - rank))
-                rows.append(ServerRow(config_reader, node.host, node.port, weight=100))
-        admin.stage(hostgroups, rows)
-        admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
+        seed_fleet(admin, fleet)
     finally:
         admin.close()
-
-
-def write_config(lab: Lab, fleet: Fleet, where: Path, interval_ms: int, watch_ms: int = 40) -> Path:
-    where.mkdir(parents=True, exist_ok=True)
-    (where / "admin.pw").write_text(lab.proxysql.admin_password + "\n")
-    (where / "monitor.pw").write_text(MONITOR_PASSWORD + "\n")
-    lines = [
-        "[proxysql]",
-        f'host = "{lab.proxysql.admin_host}"',
-        f"port = {lab.proxysql.admin_port}",
-        f'user = "{lab.proxysql.admin_user}"',
-        f'password_file = "{where / "admin.pw"}"',
-        'ssl_mode = "disabled"',
-        "[monitor]",
-        f'user = "{MONITOR_USER}"',
-        f'password_file = "{where / "monitor.pw"}"',
-        'ssl_mode = "disabled"',
-        "connect_timeout_ms = 300",
-        "read_timeout_ms = 400",
-        "[run]",
-        f'state_dir = "{where / "state"}"',
-        f"interval_ms = {interval_ms}",
-        f"watch_interval_ms = {watch_ms}",
-        f"max_runtime_ms = {min(interval_ms - 100, 1800)}",
-        'log_format = "json"',
-    ]
-    for index, (name, _) in enumerate(fleet.clusters):
-        writer = Fleet.writer_hostgroup(index)
-        lines += [
-            "[[cluster]]",
-            f'name = "{name}"',
-            f"writer_hostgroup = {writer}",
-            f"reader_hostgroup = {writer + 1}",
-            f"backup_writer_hostgroup = {writer + 2}",
-            f"offline_hostgroup = {writer + 3}",
-        ]
-    path = where / "checker.toml"
-    path.write_text("\n".join(lines) + "\n")
-    path.chmod(0o600)
-    return path
 
 
 def set_changing(sim: SimNodes, on: bool) -> None:
@@ -140,7 +70,7 @@ def pass_cpu_ms(lab: Lab, nodes: int, passes: int, changing: bool, home: Path) -
     with SimNodes(clusters=1, nodes=nodes) as sim:
         fleet = Fleet.of(sim)
         seed(lab, fleet)
-        config = write_config(lab, fleet, home / f"nodes-{nodes}-{changing}", 2000)
+        config = write_config(lab.proxysql, fleet, home / f"nodes-{nodes}-{changing}", 2000)
         kind = galera_kind()
         runner = PassRunner(load(config, Checker.GALERA, env={}), kind, persistent=True)
         try:
@@ -188,7 +118,7 @@ def daemon_run(
         fleet = Fleet.of(sim)
         seed(lab, fleet)
         config = write_config(
-            lab, fleet, home / f"clusters-{clusters}-{changing}", interval_ms, watch_ms
+            lab.proxysql, fleet, home / f"clusters-{clusters}-{changing}", interval_ms, watch_ms
         )
         set_changing(sim, changing)
         executable = Lab.executable("galera-checker")
