@@ -7,6 +7,7 @@ import os
 import queue
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -332,3 +333,15 @@ def _toml(value: object) -> str:
 
 def addresses(nodes: Iterable[Any]) -> list[NodeAddress]:
     return [NodeAddress(n.host, n.port) for n in nodes]
+
+
+def messages_until(sock: socket.socket, wanted: str) -> list[dict[str, str]]:
+    """systemd notify messages read from `sock` until one carries `wanted`."""
+    seen: list[dict[str, str]] = []
+    for _ in range(1000):  # bounded; each recv has its own 30 s timeout
+        text = sock.recv(4096).decode()
+        fields = dict(line.split("=", 1) for line in text.splitlines())
+        seen.append(fields)
+        if wanted in fields:
+            return seen
+    raise AssertionError(f"no {wanted} in {seen}")

@@ -19,7 +19,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from checker_core.core.model import NodeAddress
-from tests.integration.rig import PASS_TIMEOUT, Daemon, Rig
+from tests.integration.rig import PASS_TIMEOUT, Daemon, Rig, messages_until
 from tests.lab.process import free_port, wait_until
 
 pytestmark = [pytest.mark.galera, pytest.mark.proxysql]
@@ -206,17 +206,6 @@ def notify_socket(tmp_path: Path) -> Iterator[socket.socket]:
         yield sock
     finally:
         sock.close()
-
-
-def messages_until(sock: socket.socket, wanted: str) -> list[dict[str, str]]:
-    seen: list[dict[str, str]] = []
-    for _ in range(1000):  # bounded; each recv has its own 30 s timeout
-        text = sock.recv(4096).decode()
-        fields = dict(line.split("=", 1) for line in text.splitlines())
-        seen.append(fields)
-        if wanted in fields:
-            return seen
-    raise AssertionError(f"no {wanted} in {seen}")
 
 
 def test_systemd_notify_ready_watchdog_reload_stopping(rig: Rig, tmp_path: Path) -> None:

@@ -16,7 +16,13 @@ from pathlib import Path
 import pytest
 
 from checker_core.core.model import NodeAddress, ServerStatus
-from tests.integration.rig import admin_for, as_configured, child_env, parse_logs
+from tests.integration.rig import (
+    admin_for,
+    as_configured,
+    child_env,
+    messages_until,
+    parse_logs,
+)
 from tests.lab.fleet_config import Fleet, seed, write_config
 from tests.lab.process import wait_until
 from tests.lab.proxysql import ProxySQLLab
@@ -77,17 +83,6 @@ def test_one_pass_over_two_clusters_places_both(
         assert writers(private_proxysql, index) == {nodes[0]}
 
 
-def notify_messages(sock: socket.socket, wanted: str) -> list[dict[str, str]]:
-    seen: list[dict[str, str]] = []
-    for _ in range(1000):  # bounded; each recv has its own timeout
-        text = sock.recv(4096).decode()
-        fields = dict(line.split("=", 1) for line in text.splitlines())
-        seen.append(fields)
-        if wanted in fields:
-            return seen
-    raise AssertionError(f"no {wanted} in {seen}")
-
-
 def test_a_daemon_fails_one_cluster_over_while_every_node_of_the_other_hangs(
     private_proxysql: ProxySQLLab, fleet: tuple[SimNodes, Fleet], tmp_path: Path
 ) -> None:
@@ -112,7 +107,7 @@ def test_a_daemon_fails_one_cluster_over_while_every_node_of_the_other_hangs(
         )  # drained as it comes: a full pipe would stall the daemon
         reader.start()
         try:
-            ready = notify_messages(sock, "READY")[-1]
+            ready = messages_until(sock, "READY")[-1]
             # READY once every cluster's loop made its first pass: the status names both
             assert f"cluster {hung_name}: " in ready["STATUS"]
             assert f"cluster {failing_name}: " in ready["STATUS"]
@@ -135,15 +130,15 @@ def test_a_daemon_fails_one_cluster_over_while_every_node_of_the_other_hangs(
             )
             assert writers(private_proxysql, 0) == {hung[0]}, "a blind cluster keeps its layout"
             # every loop still turns (the hung cluster's passes are blind, not stuck)
-            assert "WATCHDOG" in notify_messages(sock, "WATCHDOG")[-1]
+            assert "WATCHDOG" in messages_until(sock, "WATCHDOG")[-1]
             os.kill(daemon.pid, signal.SIGHUP)
-            assert "READY" in notify_messages(sock, "READY")[-1], "READY again after a reload"
+            assert "READY" in messages_until(sock, "READY")[-1], "READY again after a reload"
         finally:
             daemon.send_signal(signal.SIGTERM)
             code = daemon.wait(timeout=STOP_TIMEOUT_S)
             reader.join(STOP_TIMEOUT_S)
         assert code == 0, "".join(output)
-        assert notify_messages(sock, "STOPPING")[-1]["STOPPING"] == "1"
+        assert messages_until(sock, "STOPPING")[-1]["STOPPING"] == "1"
     lines = parse_logs("".join(output))
     blind = [
         line
