@@ -633,8 +633,8 @@ class PassRunner:
             if self.monotonic() >= waited_until:
                 return Outcome.DEFERRED, (
                     "LOAD deferred to the next pass: mysql_servers was loaded in this same "
-                    "second (another cluster's pass) and the peers would not pull a LOAD with "
-                    "no newer epoch"
+                    "second (another cluster's pass, or a pull from a peer) and the peers would "
+                    "not pull a LOAD with no newer epoch"
                 )
             time.sleep(SECOND_POLL_S)
         return None

@@ -200,8 +200,9 @@ class _Daemon:
                 self.notify.reloading()
                 self._reload()
                 ready = False
-            if not stop.is_set():
-                halt.clear()
+            halt.clear()
+            if stop.is_set() or reload.is_set():
+                halt.set()  # a signal that came in while it was being cleared
             if len(self.loops) == 1:
                 ready = self._one(self.loops[0], halt, on_pass, ready)
             else:
@@ -231,9 +232,17 @@ class _Daemon:
         """Every cluster's loop on its own thread; this one reports to systemd, and ends them
         all at a stop or a reload (each after its current pass)."""
 
+        failed: list[BaseException] = []
+
         def run(loop: ClusterLoop) -> None:
-            while not halt.is_set():
-                loop.turn(halt)
+            try:
+                while not halt.is_set():
+                    loop.turn(halt)
+            except BaseException as exc:
+                # as with a single loop, what escapes a pass ends the daemon, never one cluster
+                # silently: the others stop after their pass, and the main thread raises it
+                failed.append(exc)
+                halt.set()
 
         threads = [
             threading.Thread(target=run, args=(loop,), name=f"loop-{loop.name}", daemon=True)
@@ -259,6 +268,8 @@ class _Daemon:
             halt.set()
             for thread in threads:
                 thread.join()
+        if failed:
+            raise failed[0]
         return ready
 
     def warn_advice(self, result: PassResult) -> None:
