@@ -478,11 +478,16 @@ class PassRunner:
         """One cluster's pass on its own runner, beside the others' (the daemon's loop of one
         cluster among several). Clusters whose rosters name the same node are asked about once
         per PEERS_RECHECK_S, for all the loops."""
-        with self._shared_lock:
-            if self.monotonic() >= self._shared_until:
-                self._shared = self._shared_nodes()
-                self._shared_until = self.monotonic() + PEERS_RECHECK_S
-            shared = self._shared.get(cluster.name)
+        try:
+            with self._shared_lock:
+                if self.monotonic() >= self._shared_until:
+                    self._shared = self._shared_nodes()
+                    self._shared_until = self.monotonic() + PEERS_RECHECK_S
+                shared = self._shared.get(cluster.name)
+        except Exception as exc:  # the net, as _isolated's: one cluster's failed pass
+            self._drop_admin()
+            message = f"internal error, nothing more done: {type(exc).__name__}: {exc}"
+            return PassResult(cluster.name, "-", Outcome.FAILED, 0.0, message)
         if shared is not None:
             message = f"bad input, nothing changed: {shared}"
             return PassResult(cluster.name, "-", Outcome.BAD_INPUT, 0.0, message)

@@ -128,3 +128,21 @@ def test_a_pass_on_a_thread_of_its_own_is_cut_short_at_its_deadline(tmp_path: Pa
     assert "pass cut short after" in cut.message and "nothing loaded" in cut.message
     assert done.outcome is Outcome.UNCHANGED
     assert set(NODES) == set(done.probes)
+
+
+class BrokenAdmin(MemoryAdmin):
+    def read_rows(self, hostgroups: Any) -> Any:
+        raise RuntimeError("a bug in reading the rosters")
+
+
+def test_a_failure_in_the_daemons_roster_overlap_check_is_that_clusters_failed_pass(
+    tmp_path: Path,
+) -> None:
+    runner = two_clusters(tmp_path)
+    runner._admin = BrokenAdmin([])
+    first = runner.settings.clusters[0]
+
+    result = runner.run_one(first, Mode.APPLY)
+
+    assert result.outcome is Outcome.FAILED
+    assert "a bug in reading the rosters" in result.message
