@@ -72,11 +72,13 @@ class ClusterLoop:
         runner: PassRunner,
         name: str,
         passes: Callable[[], list[PassResult]],
+        phase_s: float = 0.0,
     ) -> None:
-        """`runner`: the cluster's own (its prober is what the watch asks); `passes`: its pass."""
+        """`runner`: the cluster's own (its prober is what the watch asks); `passes`: its pass;
+        `phase_s`: how far into the interval its regular passes fall after the first."""
         self.daemon, self.runner, self.name, self.passes = daemon, runner, name, passes
         self.between = daemon.between_for(runner)
-        self.next_tick = time.monotonic()
+        self.next_tick = time.monotonic() + phase_s
         self.early = False
         self.turns = 0  # passes done: the watchdog is pinged once every loop has turned
         self.last: PassResult | None = None
@@ -165,9 +167,18 @@ class _Daemon:
         if len(clusters) == 1:
             one = functools.partial(runner.run_all, Mode.APPLY)
             return [ClusterLoop(self, runner, clusters[0].name, one)]
+        # the loops' regular passes spread over the interval: passes that all fall due together
+        # only wait for each other (one interpreter lock), each taking the time of them all
+        spread_s = runner.settings.run.interval_ms / 1000 / len(clusters)
         return [
-            ClusterLoop(self, runner.runner_for(c), c.name, functools.partial(_one_pass, runner, c))
-            for c in clusters
+            ClusterLoop(
+                self,
+                runner.runner_for(c),
+                c.name,
+                functools.partial(_one_pass, runner, c),
+                phase_s=i * spread_s,
+            )
+            for i, c in enumerate(clusters)
         ]
 
     def between_for(self, runner: PassRunner) -> BetweenPasses:
