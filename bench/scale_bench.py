@@ -18,7 +18,8 @@ writes).
   --interval-ms, the watch on (its default 40 ms); its CPU over --seconds as % of one core
   (target at 50 clusters, 1000 ms: <= 10 %), the longest pass and the longest gap between two
   passes of one cluster, beside the interval (target: never longer than the interval), and how
-  many passes the watch started early.
+  many passes the watch started early. --baseline PATH runs another checkout's daemon beside
+  this one's in the same run (e.g. a `git worktree` of an older commit).
 """
 
 from __future__ import annotations
@@ -113,7 +114,9 @@ def daemon_run(
     watch_ms: int,
     changing: bool,
     home: Path,
+    checkout: str | None = None,
 ) -> DaemonRun:
+    """`checkout`: another checkout's daemon (first on PYTHONPATH), for a baseline."""
     with SimNodes(clusters=clusters, nodes=3) as sim:
         fleet = Fleet.of(sim)
         seed(lab, fleet)
@@ -126,7 +129,10 @@ def daemon_run(
             [executable, f"--config={config}", "daemon"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            env={"PATH": os.environ.get("PATH", os.defpath)},
+            env={
+                "PATH": os.environ.get("PATH", os.defpath),
+                **({"PYTHONPATH": checkout} if checkout else {}),
+            },
             start_new_session=True,
         )
         lines: list[dict[str, object]] = []
@@ -180,6 +186,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--clusters", default="1,10,50")
     parser.add_argument("--interval-ms", type=int, default=1000)
     parser.add_argument("--watch-ms", type=int, default=40, help="run.watch_interval_ms")
+    parser.add_argument(
+        "--baseline", help="another checkout (a path): its daemon measured beside this one's"
+    )
     parser.add_argument("--only", choices=("nodes", "clusters"), help="one of the two tables")
     args = parser.parse_args(argv)
     node_counts = [int(n) for n in args.nodes.split(",")]
@@ -217,22 +226,27 @@ def clusters_table(
         f"{'clusters':>8} {'queues':>8} {'CPU %':>6} {'passes':>7} "
         f"{'longest pass ms':>16} {'longest gap ms':>15} {'early':>6}"
     )
+    runs = [("this checkout", None)]
+    if args.baseline:
+        runs.append((f"baseline {args.baseline}", args.baseline))
     for clusters in cluster_counts:
         for changing in (False, True):
-            ran = daemon_run(
-                lab,
-                clusters,
-                seconds=args.seconds,
-                interval_ms=args.interval_ms,
-                watch_ms=args.watch_ms,
-                changing=changing,
-                home=home,
-            )
-            print(
-                f"{clusters:>8} {'changing' if changing else 'quiet':>8} "
-                f"{ran.cpu_percent:>6.1f} {ran.passes:>7} {ran.longest_pass_ms:>16.1f} "
-                f"{ran.longest_gap_ms:>15.1f} {ran.early:>6}"
-            )
+            for label, checkout in runs:
+                ran = daemon_run(
+                    lab,
+                    clusters,
+                    seconds=args.seconds,
+                    interval_ms=args.interval_ms,
+                    watch_ms=args.watch_ms,
+                    changing=changing,
+                    home=home,
+                    checkout=checkout,
+                )
+                print(
+                    f"{clusters:>8} {'changing' if changing else 'quiet':>8} "
+                    f"{ran.cpu_percent:>6.1f} {ran.passes:>7} {ran.longest_pass_ms:>16.1f} "
+                    f"{ran.longest_gap_ms:>15.1f} {ran.early:>6}  {label}"
+                )
 
 
 if __name__ == "__main__":
