@@ -15,7 +15,9 @@ import pymysql
 
 from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
 from checker_core.edges.proxysql import AdminClient
-from checker_core.runner import CheckerKind, Mode, PassRunner
+from checker_core.passes.plugin import CheckerKind
+from checker_core.passes.result import Mode
+from checker_core.passes.runner import PassRunner
 from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls, load
 from checker_core.settings.schema import Checker
 from tests.integration.rig import as_configured

@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.common import Lab, admin_client
-from checker_core.runner import Mode, Outcome, PassRunner
+from checker_core.passes.result import Mode, Outcome
+from checker_core.passes.runner import PassRunner
 from checker_core.settings.config import load
 from checker_core.settings.schema import Checker
 from galera_checker.cli import kind as galera_kind

@@ -16,13 +16,15 @@ import click
 
 from checker_core import __version__, oneshot
 from checker_core.exitcodes import Exit
+from checker_core.report import summary
 from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:
     from checker_core.core.model import NodeAddress
     from checker_core.core.whatif import Assumed
     from checker_core.edges.proxysql import AdminClient
-    from checker_core.runner import CheckerKind, PassResult
+    from checker_core.passes.plugin import CheckerKind
+    from checker_core.passes.result import PassResult
     from checker_core.settings.config import ClusterSettings, Settings
 
 
@@ -128,7 +130,7 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
                 click.echo(f"  cluster {result.cluster}: {advice.text}")
         readiness = result.readiness()
         if readiness is None:
-            click.echo(f"  cluster {result.cluster} failover: not checked ({result.summary()})")
+            click.echo(f"  cluster {result.cluster} failover: not checked ({summary(result)})")
         elif readiness.ready:
             click.echo(f"  cluster {result.cluster} failover: {readiness.reason}")
         else:
@@ -220,8 +222,8 @@ def run_command(
     assume_desync: tuple[str, ...],
 ) -> None:
     """One pass over every cluster, then exit (the scheduler entry)."""
+    from checker_core.passes.result import exit_code
     from checker_core.report import render
-    from checker_core.runner import exit_code
 
     settings = load_settings(inv.merged(config, overrides))
     assumed = _assumed(assume_down, assume_lagging, assume_desync)
@@ -297,8 +299,8 @@ def status_command(
     """The current layout and every node's verdict, as a table; changes nothing."""
     import json
 
+    from checker_core.passes.result import exit_code
     from checker_core.report import render, status_document
-    from checker_core.runner import exit_code
 
     settings = load_settings(inv.merged(config, overrides))
     results = _run_passes(inv, settings, "status")

@@ -21,7 +21,8 @@ from checker_core.exitcodes import Exit
 if TYPE_CHECKING:
     from checker_core.core.model import NodeAddress
     from checker_core.core.whatif import Assumed
-    from checker_core.runner import CheckerKind, PassResult
+    from checker_core.passes.plugin import CheckerKind
+    from checker_core.passes.result import PassResult
     from checker_core.settings.config import Settings
     from checker_core.settings.schema import Checker
 
@@ -99,7 +100,8 @@ def run_passes(
     assumed: Mapping[NodeAddress, Assumed] | None = None,
 ) -> list[PassResult]:
     """`assumed`: failures a dry-run's what-if takes for real (run --dry-run --assume-...)."""
-    from checker_core.runner import Mode, PassRunner
+    from checker_core.passes.result import Mode
+    from checker_core.passes.runner import PassRunner
 
     runner = PassRunner(settings, kind)
     runner.assumed = dict(assumed or {})
@@ -113,8 +115,8 @@ def run(settings: Settings, kind: Callable[[], CheckerKind]) -> Exit:
     """One pass over every cluster, one log line each; the exit code of the worst."""
     from checker_core.edges import driver
     from checker_core.edges.logs import get_logger
+    from checker_core.passes.result import exit_code
     from checker_core.report import log_pass
-    from checker_core.runner import exit_code
 
     # loading the driver is the program's start, not the pass's work: duration_ms is the pass
     driver.load()

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from checker_core.core.leadership import Role
 from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
-from checker_core.runner import Outcome, PassResult
+from checker_core.passes.result import Outcome, PassResult
 
 _SHORT = {
     ServerStatus.ONLINE: "",
@@ -14,6 +15,75 @@ _SHORT = {
     ServerStatus.OFFLINE_SOFT: "(draining)",
     ServerStatus.OFFLINE_HARD: "(offline_hard)",
 }
+
+
+def summary(result: PassResult) -> str:
+    """The one sentence that says what this pass did (the log line and what tests read)."""
+    head = f"cluster {result.cluster}: "
+    if result.decision is None:
+        return head + result.message
+    before = tuple(result.layout.writers) if result.layout else ()
+    writers = ", ".join(map(str, result.writers)) or "none"
+    was = ", ".join(map(str, before)) or "none"
+    if before == tuple(result.writers):
+        writer_text = f"writer {writers}"
+    elif result.plan_live or result.outcome is Outcome.PLANNED:
+        writer_text = f"writer {writers} (was {was})"
+    else:
+        # nothing went live: ProxySQL still routes to the writer it had
+        writer_text = f"writer {was} (planned {writers})"
+    changes = len(result.decision.plan.changes)
+    if result.outcome is Outcome.CHANGED:
+        action = f"{changes} change(s) loaded" if changes else "roster loaded, no other change"
+    elif result.outcome is Outcome.UNCHANGED:
+        action = "no change"
+    elif result.outcome is Outcome.PAUSED:
+        action = f"paused, {changes} change(s) not applied"
+    elif result.outcome is Outcome.PLANNED:
+        action = f"{changes} change(s) planned, not applied"
+    elif result.outcome is Outcome.BLIND:
+        action = result.decision.sight.reason
+    elif result.outcome is Outcome.STANDBY and result.leadership is not None:
+        action = f"{result.leadership.reason}; {changes} change(s) seen, not applied"
+    elif result.outcome in (Outcome.DEFERRED, Outcome.CLOCK_SKEW):
+        action = f"{changes} change(s) not applied yet: {result.message}"
+    else:
+        action = result.message
+    counts = ", ".join(f"{k} {v}" for k, v in result.verdict_counts().items())
+    notes = "".join(f"; {b.describe()}" for b in result.brownouts())
+    if result.decision.sight.reason and result.outcome is not Outcome.BLIND:
+        notes += f"; {result.decision.sight.reason}"
+    if result.role is Role.ACTING and result.leadership is not None:
+        notes += f"; {result.leadership.reason}"
+    if result.leadership is not None and result.leadership.split:
+        notes += "; ProxySQL Cluster split (see warning)"
+    shunned = [
+        n for n in (result.layout.shunned_writers if result.layout else ()) if n in result.writers
+    ]
+    if shunned:
+        notes += (
+            f"; writer {', '.join(map(str, shunned))} SHUNNED by ProxySQL itself "
+            "(left for ProxySQL to bring back)"
+        )
+    if result.decision.assignment.why_readers:
+        notes += f"; {result.decision.assignment.why_readers}"
+    if result.layout is not None and result.layout.leaving:
+        notes += "; leaving ProxySQL once its clients let go: " + ", ".join(
+            f"{r.node} in hostgroup {r.hostgroup_id} "
+            f"({result.leaving_in_use.get((r.hostgroup_id, r.node), 0)} connection(s) in use)"
+            for r in result.layout.leaving
+        )
+    if result.applied is not None and result.applied.saved and not result.applied.loaded:
+        notes += "; SAVE MYSQL SERVERS TO DISK retried and done"
+    if result.assumed:
+        notes += f"; what-if: assuming {', '.join(result.assumed)}"
+    notes += "".join(f"; {said}" for said in result.node_actions)
+    notes += "".join(f"; warning: {a.text}" for a in result.advice if a.warning)
+    if result.decision.adopted:
+        nodes = len({r.node for r in result.decision.adopted})
+        hostgroups = sorted({r.hostgroup_id for r in result.decision.adopted})
+        notes += f"; roster of {nodes} node(s) adopted into empty templates {hostgroups}"
+    return f"{head}{action}; {writer_text}{notes}; {counts}; {result.duration_ms:.0f} ms"
 
 
 def placements(rows: Iterable[ServerRow], hostgroups: Hostgroups, node: NodeAddress) -> str:
@@ -90,7 +160,7 @@ def status_record(result: PassResult, hostgroups: Hostgroups) -> dict[str, Any]:
         "pass_id": result.pass_id,
         "outcome": result.outcome.label,
         "role": result.role.label if result.role else None,
-        "summary": result.summary(),
+        "summary": summary(result),
         "duration_ms": round(result.duration_ms, 1),
         "writers": [str(n) for n in result.routed_writers],
         "planned_writers": [str(n) for n in result.writers],
@@ -129,7 +199,7 @@ def status_document(
 
 
 def render(result: PassResult, hostgroups: Hostgroups, with_sql: bool) -> str:
-    lines = [result.summary()]
+    lines = [summary(result)]
     if result.decision is not None:
         lines += ["", *node_table(result, hostgroups)]
         if result.decision.adopted:
@@ -182,7 +252,7 @@ def log_pass(log: Any, result: PassResult) -> None:
         change=changes,
         loaded=bool(result.applied and result.applied.loaded),
         reason=None if result.decision else result.message,
-        summary=result.summary(),
+        summary=summary(result),
     )
     for warning in result.warnings:
         log.warning("state", cluster=result.cluster, pass_id=result.pass_id, reason=warning)

@@ -27,12 +27,14 @@ from checker_core.core.writers import pin_passed_over
 from checker_core.edges import proxysql_sessions as sessions_edge
 from checker_core.edges.proxysql import AdminError
 from checker_core.exitcodes import Exit
-from checker_core.runner import Mode, Outcome, PassResult, PassRunner
+from checker_core.passes.result import Mode, Outcome, PassResult
+from checker_core.passes.runner import PassRunner
+from checker_core.report import summary
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from checker_core.runner import CheckerKind
+    from checker_core.passes.plugin import CheckerKind
     from checker_core.settings.config import ClusterSettings, Settings
 
 # between two passes of the move, at most: ProxySQL needs no more to show ConnUsed falling
@@ -54,7 +56,7 @@ def refusal(result: PassResult, target: NodeAddress) -> Refusal | None:
     decision = result.decision
     what_if = result.what_if()
     if decision is None or decision.blind or what_if is None:
-        return Refusal(f"the cluster could not be judged: {result.summary()}")
+        return Refusal(f"the cluster could not be judged: {summary(result)}")
     if target not in decision.roster.addresses:
         return Refusal(f"{target} is not in the roster of cluster {result.cluster}")
     pinned = what_if.pinned(target)
@@ -73,7 +75,7 @@ def next_writer(result: PassResult, source: NodeAddress) -> NodeAddress | Refusa
 
     what_if = result.what_if()
     if result.decision is None or result.decision.blind or what_if is None:
-        return Refusal(f"the cluster could not be judged: {result.summary()}")
+        return Refusal(f"the cluster could not be judged: {summary(result)}")
     if result.routed_writers != (source,):
         writers = ", ".join(map(str, result.routed_writers)) or "none"
         return Refusal(f"{source} is not the writer; the writer is {writers}")
@@ -213,7 +215,7 @@ def _move(
         result = runner.run(cluster, Mode.APPLY)
         if result.outcome is not Outcome.BUSY:
             ran = True
-            say(result.summary())
+            say(summary(result))
         if result.outcome in (Outcome.FAILED, Outcome.BAD_INPUT):
             return result.outcome.exit_code
         if moved(result, target):

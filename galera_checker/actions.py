@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from checker_core.core.model import NodeAddress
 from checker_core.edges.backend import describe_error
 from checker_core.edges.node_admin import NoNodeAdmin, session
-from checker_core.runner import ActionsDone, AfterPass
+from checker_core.passes.plugin import ActionsDone, AfterPass
 from galera_checker.eviction import (
     Clearing,
     Eviction,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from checker_core.runner import CheckerKind
+from checker_core.passes.plugin import CheckerKind
 from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:

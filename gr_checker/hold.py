@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
-from checker_core.runner import Advice, AdviceInput
+from checker_core.passes.plugin import Advice, AdviceInput
 from checker_core.settings.config import ClusterSettings
 from gr_checker.policy import GrFacts
 

@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING
 from checker_core.core.model import NodeAddress, ServerStatus
 from checker_core.edges.lock import cluster_lock
 from checker_core.exitcodes import Exit
-from checker_core.runner import Mode, Outcome, PassResult, PassRunner
+from checker_core.passes.result import Mode, Outcome, PassResult
+from checker_core.passes.runner import PassRunner
+from checker_core.report import summary
 from gr_checker.switchover import (
     ELECTION_FACTS,
     Candidate,
@@ -42,7 +44,7 @@ from gr_checker.switchover import (
 )
 
 if TYPE_CHECKING:
-    from checker_core.runner import CheckerKind
+    from checker_core.passes.plugin import CheckerKind
     from checker_core.settings.config import ClusterSettings, Endpoint, Settings
 
 STEP_S = 0.2  # between two passes of the move, at most
@@ -179,7 +181,7 @@ def switchover(
                 return Exit.BAD_INPUT
             now = runner.run(cluster, Mode.STATUS)
             if now.outcome in (Outcome.FAILED, Outcome.BAD_INPUT):
-                say(f"cluster {cluster.name}: switchover not started: {now.summary()}")
+                say(f"cluster {cluster.name}: switchover not started: {summary(now)}")
                 return now.outcome.exit_code
             planned = _plan(now, account, target, source)
             if isinstance(planned, Refusal):
@@ -249,9 +251,9 @@ def _follow(
         result = runner.run(cluster, Mode.APPLY)
         ours = result.outcome is not Outcome.BUSY
         if ours:
-            line = _MS.sub("", result.summary())
+            line = _MS.sub("", summary(result))
             if line != said:
-                say(f"pass: {result.summary()}")
+                say(f"pass: {summary(result)}")
                 said = line
         if result.outcome in (Outcome.FAILED, Outcome.BAD_INPUT):
             say(

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from checker_core.core.model import NodeAddress
 from checker_core.core.verdict import State, Verdict
 from checker_core.core.writers import barred
-from checker_core.runner import Outcome, PassResult
+from checker_core.passes.result import Outcome, PassResult
+from checker_core.report import summary
 from gr_checker.policy import GrFacts
 
 # 8.0.29+ accepts the second argument: after that many seconds the old primary's transactions
@@ -93,7 +94,7 @@ def _facts(result: PassResult, node: NodeAddress) -> GrFacts | None:
 def _judged(result: PassResult) -> Refusal | None:
     decision = result.decision
     if decision is None or decision.blind:
-        return Refusal(Why.NOT_JUDGED, f"the group could not be judged: {result.summary()}")
+        return Refusal(Why.NOT_JUDGED, f"the group could not be judged: {summary(result)}")
     verdicts = decision.verdicts.values()
     single = [f.single_primary for f in (_facts(result, v.node) for v in verdicts) if f]
     if any(v.role == "member" for v in verdicts) or (single and not all(single)):

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from checker_core.core.model import Hostgroups
+from checker_core.passes.result import PassResult
 from checker_core.report import status_record
-from checker_core.runner import PassResult
 from checker_core.service.health import ClusterRecord, Health, judge_health
 from checker_core.service.listener import Page, Route
 from checker_core.settings.config import Settings

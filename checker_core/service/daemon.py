@@ -18,8 +18,10 @@ from types import FrameType
 from typing import Any
 
 from checker_core.edges import tls
-from checker_core.report import log_pass
-from checker_core.runner import CheckerKind, Mode, PassResult, PassRunner
+from checker_core.passes.plugin import CheckerKind
+from checker_core.passes.result import Mode, PassResult
+from checker_core.passes.runner import PassRunner
+from checker_core.report import log_pass, summary
 from checker_core.service.board import Board
 from checker_core.service.listen import ListenAddress
 from checker_core.service.listener import Listener, ListenError
@@ -316,7 +318,7 @@ class _Daemon:
         )
 
     def _report_to_systemd(self, first: bool) -> None:
-        status = " | ".join(loop.last.summary() for loop in self.loops if loop.last is not None)
+        status = " | ".join(summary(loop.last) for loop in self.loops if loop.last is not None)
         if first:
             self.notify.ready(status)
         else:

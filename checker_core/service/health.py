@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from checker_core.runner import Outcome, PassResult
+from checker_core.passes.result import Outcome, PassResult
+from checker_core.report import summary
 
 HEALTHY_INTERVALS = 3
 # passes in a row that heard no node before /health says so: one is a hiccup (a start, a burst
@@ -76,7 +77,7 @@ def judge_health(
             "blind_passes_in_a_row": blind,
             "last_outcome": record.last.outcome.label if record else None,
             "role": _role(record.last) if record else None,
-            "last_summary": record.last.summary() if record else None,
+            "last_summary": summary(record.last) if record else None,
         }
         clusters[name] = detail
         if ok:
@@ -86,18 +87,18 @@ def judge_health(
         elif blind >= BLIND_PASSES:
             problems.append(
                 f"cluster {name}: {blind} blind passes in a row (no node answered; the layout is "
-                f"kept, not checked); last: {record.last.summary()}"
+                f"kept, not checked); last: {summary(record.last)}"
             )
         elif record.last_success_at is None:
             problems.append(
                 f"cluster {name}: no successful pass yet ({age:.1f} s since start); "
-                f"last: {record.last.summary()}"
+                f"last: {summary(record.last)}"
             )
         else:
             problems.append(
                 f"cluster {name}: last successful pass {age:.1f} s ago "
                 f"(limit {limit:.1f} s = {HEALTHY_INTERVALS} intervals); "
-                f"last: {record.last.summary()}"
+                f"last: {summary(record.last)}"
             )
     if problems:
         return Health(False, "; ".join(problems), clusters)

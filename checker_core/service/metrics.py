@@ -20,7 +20,7 @@ from prometheus_client.process_collector import ProcessCollector
 from checker_core import __version__
 from checker_core.core.model import NodeAddress
 from checker_core.core.verdict import State
-from checker_core.runner import Outcome, PassResult
+from checker_core.passes.result import Outcome, PassResult
 from checker_core.service.health import SUCCESSFUL
 
 PREFIX = "proxysql_checker_"

@@ -10,7 +10,7 @@ import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from checker_core.runner import PassResult
+from checker_core.passes.result import PassResult
 
 if TYPE_CHECKING:
     from checker_core.core.whatif import Readiness

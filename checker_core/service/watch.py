@@ -30,7 +30,7 @@ from checker_core.core.decide import Policy
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
 from checker_core.edges.backend import ProbeFn, Prober
-from checker_core.runner import PassResult
+from checker_core.passes.result import PassResult
 
 # the longest a wait sleeps in one go: a stop request is noticed within this
 MAX_NAP_S = 0.25

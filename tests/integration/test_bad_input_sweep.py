@@ -1182,7 +1182,8 @@ def test_unix_socket_row_is_not_refused_nor_looked_up_by_name(world: World) -> N
 
 def test_the_daemon_refuses_a_natively_managed_cluster(world: World) -> None:
     """The daemon's runner (persistent connections) refuses it as a scheduler pass does."""
-    from checker_core.runner import Mode, Outcome, PassRunner
+    from checker_core.passes.result import Mode, Outcome
+    from checker_core.passes.runner import PassRunner
     from checker_core.settings.config import load
     from galera_checker.cli import kind
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from checker_core.runner import CheckerKind, PassRunner
+from checker_core.passes.plugin import CheckerKind
+from checker_core.passes.runner import PassRunner
 from checker_core.settings.config import load
 from checker_core.settings.schema import Checker
 from galera_checker.policy import GaleraPolicy

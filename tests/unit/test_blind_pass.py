@@ -18,8 +18,9 @@ from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, ServerS
 from checker_core.core.probes import ProbeFailure, ProbeResult, Sight, sight_of
 from checker_core.core.verdict import State
 from checker_core.edges.backend import failure_of
-from checker_core.report import render
-from checker_core.runner import Mode, Outcome, PassRunner
+from checker_core.passes.result import Mode, Outcome
+from checker_core.passes.runner import PassRunner
+from checker_core.report import render, summary
 from tests.unit.config_cases import galera_runner
 from tests.unit.galera_cases import (
     HG,
@@ -212,7 +213,7 @@ def test_the_runner_loads_nothing_and_saves_no_counter_on_a_blind_pass(tmp_path:
     assert admin.applied == []
     assert result.statements == ()
     assert not runner.store.state_path("main").exists(), "no counter saved"
-    assert "blind: no node answered within 55 ms (3 silent); layout kept" in result.summary()
+    assert "blind: no node answered within 55 ms (3 silent); layout kept" in summary(result)
 
 
 def test_a_blind_dry_run_says_why_it_has_no_sql(tmp_path: Path) -> None:

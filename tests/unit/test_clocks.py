@@ -17,7 +17,9 @@ from checker_core.core.verdict import State, Verdict
 from checker_core.edges import memory as memory_module
 from checker_core.edges.backend import PendingProbes
 from checker_core.edges.memory import StateStore
-from checker_core.runner import Mode, Outcome, PassRunner
+from checker_core.passes.result import Mode, Outcome
+from checker_core.passes.runner import PassRunner
+from checker_core.report import summary
 from checker_core.service.board import Board
 from checker_core.settings.config import ClusterSettings
 from checker_core.settings.schema import Checker
@@ -88,11 +90,11 @@ def test_passes_that_ask_again_sooner_do_not_spend_retry_down_faster(tmp_path: P
     for at in (0.0, 0.3, 0.65, 1.5):  # four passes in a 1.5 s blip
         now[0] = 100.0 + at
         held = runner.run(cluster, Mode.APPLY)
-        assert writers(admin) == {N1}, held.summary()
+        assert writers(admin) == {N1}, summary(held)
     now[0] = 100.0 + 3.0  # three probes over two intervals (less half of one): it is down
     acted = runner.run(cluster, Mode.APPLY)
     assert acted.outcome is Outcome.CHANGED
-    assert writers(admin) == {N2}, acted.summary()
+    assert writers(admin) == {N2}, summary(acted)
 
 
 def test_a_blip_shorter_than_the_span_leaves_the_writer_alone(tmp_path: Path) -> None:
@@ -104,7 +106,7 @@ def test_a_blip_shorter_than_the_span_leaves_the_writer_alone(tmp_path: Path) ->
     prober.down.clear()  # back after 1.5 s
     now[0] = 101.6
     back = runner.run(cluster, Mode.APPLY)
-    assert back.outcome is Outcome.UNCHANGED, back.summary()
+    assert back.outcome is Outcome.UNCHANGED, summary(back)
     assert writers(admin) == {N1}
 
 
@@ -179,7 +181,7 @@ def test_the_pass_says_when_its_held_writer_can_be_moved(tmp_path: Path) -> None
     assert first.decision.due == {N1: 101.0}
     now[0] = 101.0
     second = runner.run(cluster, Mode.APPLY)
-    assert second.outcome is Outcome.CHANGED, second.summary()
+    assert second.outcome is Outcome.CHANGED, summary(second)
 
 
 # ------------------------------------------------------------------ drains, /health
@@ -203,7 +205,7 @@ def test_a_drain_ends_after_drain_timeout_ms_when_the_wall_clock_steps_back(
     wall[0] -= 3600
     time.sleep(0.1)  # longer than drain_timeout_ms, on the monotonic clock
     done = runner.run(cluster, Mode.APPLY)
-    assert placed(N1, HG.writer).key not in admin.runtime, done.summary()
+    assert placed(N1, HG.writer).key not in admin.runtime, summary(done)
 
 
 def test_health_ages_are_monotonic(tmp_path: Path) -> None:

@@ -15,7 +15,8 @@ from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
 from checker_core.edges.backend import PendingProbes
 from checker_core.edges.proxysql import LOAD_SERVERS
-from checker_core.runner import Mode, Outcome, PassResult, PassRunner
+from checker_core.passes.result import Mode, Outcome, PassResult
+from checker_core.passes.runner import PassRunner
 from tests.lab.process import wait_until
 from tests.unit.config_cases import galera_runner
 from tests.unit.galera_cases import HG, N1, N2, NODES, probe_down, probe_ok, steady, templates

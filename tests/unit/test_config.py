@@ -360,7 +360,8 @@ def test_unusable_state_dir_is_bad_input_before_any_connection(
     import dataclasses
 
     from checker_core.exitcodes import Exit
-    from checker_core.runner import Mode, Outcome, PassRunner
+    from checker_core.passes.result import Mode, Outcome
+    from checker_core.passes.runner import PassRunner
     from galera_checker.cli import kind
 
     blocker = tmp_path / "a-file"
@@ -405,7 +406,8 @@ def test_pass_with_no_time_left_to_probe_changes_nothing(
     write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from checker_core.edges.proxysql import AdminClient
-    from checker_core.runner import Mode, Outcome, PassRunner
+    from checker_core.passes.result import Mode, Outcome
+    from checker_core.passes.runner import PassRunner
     from galera_checker.cli import kind
 
     text = GOOD.replace("[run]\n", "[run]\nmax_runtime_ms = 1000\n")

@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from checker_core.core.leadership import ALONE, Leadership, ProxyAddress, Role
 from checker_core.core.model import NodeAddress
-from checker_core.runner import Outcome, PassResult
+from checker_core.passes.result import Outcome, PassResult
 from checker_core.service.metrics import METRICS, DaemonMetrics, is_failover
 from tests.unit.daemon_cases import after, failed_pass, galera_pass
 from tests.unit.galera_cases import N1, N2, N3, probe_down, steady

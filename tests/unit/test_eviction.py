@@ -16,7 +16,7 @@ from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.edges.memory import StateStore
 from checker_core.edges.node_admin import NoNodeAdmin
-from checker_core.runner import AfterPass
+from checker_core.passes.plugin import AfterPass
 from checker_core.settings.schema import Checker
 from galera_checker.actions import EVICT_SQL, GaleraActions
 from galera_checker.eviction import (

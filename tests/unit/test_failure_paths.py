@@ -11,7 +11,8 @@ from typing import Any
 from checker_core.core.model import NodeAddress, ServerStatus
 from checker_core.core.verdict import State
 from checker_core.edges.backend import PendingProbes
-from checker_core.runner import Mode, Outcome
+from checker_core.passes.result import Mode, Outcome
+from checker_core.report import summary
 from tests.unit import test_gr_policy as gr
 from tests.unit.config_cases import galera_runner
 from tests.unit.galera_cases import (
@@ -80,7 +81,7 @@ def test_a_paused_pass_starts_no_drain_clock(tmp_path: Path) -> None:
     assert admin.runtime[placed(N1, HG.writer).key].status is SOFT
     now[0] += 2.0  # well inside the 30 s drain_timeout_ms, the client still connected
     still = runner.run(cluster, Mode.APPLY)
-    assert admin.runtime[placed(N1, HG.writer).key].status is SOFT, still.summary()
+    assert admin.runtime[placed(N1, HG.writer).key].status is SOFT, summary(still)
 
 
 def test_a_reader_in_maintenance_drains_before_it_leaves() -> None:
@@ -170,7 +171,7 @@ def test_a_state_dir_that_refuses_the_file_after_a_load_costs_a_warning(tmp_path
     prober.facts[N1] = {"wsrep_reject_queries": "ALL"}
     result = runner.run(cluster, Mode.APPLY)
     assert result.outcome is Outcome.CHANGED
-    assert f"writer {N2} (was {N1})" in result.summary()
+    assert f"writer {N2} (was {N1})" in summary(result)
     assert result.state_failures == 1
     assert any("not saved" in w and "retried next pass" in w for w in result.warnings)
     remembered, _ = runner.store.load(cluster.name)
@@ -265,7 +266,7 @@ def test_pause_restart_the_writer_resume_keeps_the_healthy_writer(tmp_path: Path
     assert runner.run(cluster, Mode.APPLY).outcome is Outcome.PAUSED
     runner.store.resume(cluster.name)
     resumed = runner.run(cluster, Mode.APPLY)
-    assert resumed.outcome is Outcome.UNCHANGED, resumed.summary()
+    assert resumed.outcome is Outcome.UNCHANGED, summary(resumed)
     assert resumed.writers == (N1,)
     assert {r.node for r in admin.runtime.values() if r.hostgroup_id == HG.writer} == {N1}
 
@@ -284,8 +285,8 @@ def test_a_paused_pass_says_whom_proxysql_routes_to_and_names_the_plan_as_planne
     prober.facts[N1] = {"wsrep_reject_queries": "ALL"}
     paused = runner.run(cluster, Mode.APPLY)
     assert paused.outcome is Outcome.PAUSED
-    assert f"writer {N1} (planned {N2})" in paused.summary()
-    assert "(was" not in paused.summary()
+    assert f"writer {N1} (planned {N2})" in summary(paused)
+    assert "(was" not in summary(paused)
     assert paused.routed_writers == (N1,) and paused.writers == (N2,)
     document = status_record(paused, HG)
     assert document["writers"] == [str(N1)]
@@ -297,7 +298,8 @@ def test_no_path_swallows_the_pass_deadline(tmp_path: Path) -> None:
     pass's outcome as it is, and the pass says it overran."""
     import time
 
-    from checker_core.runner import ActionsDone, AfterPass, CheckerKind, PassRunner
+    from checker_core.passes.plugin import ActionsDone, AfterPass, CheckerKind
+    from checker_core.passes.runner import PassRunner
     from galera_checker.policy import GaleraPolicy
 
     base = galera_runner(tmp_path)

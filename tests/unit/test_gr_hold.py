@@ -9,7 +9,7 @@ import pytest
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
-from checker_core.runner import AdviceInput
+from checker_core.passes.plugin import AdviceInput
 from gr_checker.hold import HoldAdvisor, apply_rates, forecast
 from gr_checker.policy import GrFacts
 from tests.unit.galera_cases import cluster_settings

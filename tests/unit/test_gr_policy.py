@@ -16,7 +16,8 @@ from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, ServerS
 from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.core.verdict import State
 from checker_core.core.whatif import Assumed
-from checker_core.runner import Outcome, PassResult
+from checker_core.passes.result import Outcome, PassResult
+from checker_core.report import summary
 from gr_checker.policy import GrFacts, GroupReplicationPolicy, Member
 from tests.unit.galera_cases import HG, cluster_settings, templates
 from tests.unit.reader_meaning import check_reader_meaning
@@ -196,7 +197,7 @@ def test_brownout_report_rate_and_time_left() -> None:
     result = PassResult("lab", "p", Outcome.UNCHANGED, 1.0, "", decision=later)
     (report,) = result.brownouts()
     assert (report.queue, report.rate_per_s, report.seconds_left) == (800, 200.0, 4.0)
-    assert "applier queue 800, draining 200/s, about 4.0 s left" in result.summary()
+    assert "applier queue 800, draining 200/s, about 4.0 s left" in summary(result)
 
 
 def test_writable_after_brownout_becomes_writer() -> None:

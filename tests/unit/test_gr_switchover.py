@@ -13,7 +13,7 @@ from checker_core.core.decide import decide, view_of
 from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, ServerStatus, sort_rows
 from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.core.roster import LiveLayout
-from checker_core.runner import Outcome, PassResult
+from checker_core.passes.result import Outcome, PassResult
 from checker_core.switchover import Refusal as GaleraRefusal
 from checker_core.switchover import next_writer
 from gr_checker.policy import GroupReplicationPolicy

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from checker_core.core.leadership import Leadership, ProxyAddress, Role
-from checker_core.runner import Outcome, PassResult
+from checker_core.passes.result import Outcome, PassResult
 from checker_core.service.health import ClusterRecord, judge_health
 
 INTERVAL = 2.0

@@ -32,7 +32,8 @@ from checker_core.edges.proxysql import (
     Statement,
     staging_statements,
 )
-from checker_core.runner import Mode, Outcome
+from checker_core.passes.result import Mode, Outcome
+from checker_core.report import summary
 from galera_checker.policy import GaleraPolicy
 from tests.unit.config_cases import galera_runner
 from tests.unit.galera_cases import (
@@ -369,7 +370,7 @@ def test_a_save_that_failed_after_its_load_is_retried_by_the_next_pass(tmp_path:
     second = runner.run(cluster, Mode.APPLY)
     assert second.outcome is Outcome.UNCHANGED
     assert admin.writes() == [SAVE_SERVERS.sql], "nothing to load, but disk is behind runtime"
-    assert "SAVE MYSQL SERVERS TO DISK retried" in second.summary()
+    assert "SAVE MYSQL SERVERS TO DISK retried" in summary(second)
     admin.sent.clear()
     third = runner.run(cluster, Mode.APPLY)
     assert third.outcome is Outcome.UNCHANGED
@@ -437,9 +438,9 @@ def test_a_pass_that_fails_after_its_load_reports_the_failover(
     cluster = runner.settings.clusters[0]
     result = runner.run(cluster, Mode.APPLY)
     assert LOAD_SERVERS.sql in admin.sent
-    assert result.outcome is Outcome.CHANGED, result.summary()
-    assert f"writer {N2} (was {N1})" in result.summary()
-    assert "change(s) loaded" in result.summary()
+    assert result.outcome is Outcome.CHANGED, summary(result)
+    assert f"writer {N2} (was {N1})" in summary(result)
+    assert "change(s) loaded" in summary(result)
     [said] = [w for w in result.warnings if "after its LOAD" in w]
     assert str(failure) in said and "SAVE MYSQL SERVERS TO DISK owed" in said
     assert runner.store.save_owed(cluster.name)
@@ -459,8 +460,8 @@ def test_a_pass_that_only_adopts_the_roster_says_so(tmp_path: Path) -> None:
         runner.settings.clusters[0], Mode.APPLY
     )
     assert first.outcome is Outcome.CHANGED
-    assert "roster loaded, no other change" in first.summary()
-    assert "adopted into empty templates" in first.summary()
+    assert "roster loaded, no other change" in summary(first)
+    assert "adopted into empty templates" in summary(first)
 
 
 def runner_with(runner: Any, admin: MemoryAdmin) -> Any:

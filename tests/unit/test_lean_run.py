@@ -171,7 +171,7 @@ def test_the_program_ends_with_the_pass_code_and_its_log_line(config: Path) -> N
 WITHOUT_PEERS = """
 import sys
 from pathlib import Path
-from checker_core.runner import Mode
+from checker_core.passes.result import Mode
 from tests.unit.galera_cases import N1, rows_of, steady
 from tests.unit.test_overlapped_probes import recording_runner
 runner, _, events = recording_runner(Path(sys.argv[1]), False, rows_of(steady(N1)), "auto")
@@ -186,7 +186,7 @@ def test_a_pass_on_a_proxy_without_peers_never_loads_the_peer_rule(tmp_path: Pat
     summary, modules = done.stdout.splitlines()
     assert summary == "unchanged alone 1", done.stderr  # it asked its proxy, once
     imported = set(modules.split())
-    assert "checker_core.runner" in imported
+    assert "checker_core.passes.runner" in imported
     assert "checker_core.core.peers" not in imported
     assert "checker_core.core.brownout" not in imported
 

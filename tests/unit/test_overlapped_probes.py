@@ -17,7 +17,8 @@ from checker_core.core.probes import ProbeResult
 from checker_core.edges import native
 from checker_core.edges.backend import PendingProbes, ProbeFn
 from checker_core.edges.proxysql import ApplyResult
-from checker_core.runner import Mode, Outcome, PassRunner
+from checker_core.passes.result import Mode, Outcome
+from checker_core.passes.runner import PassRunner
 from tests.unit.config_cases import galera_runner
 from tests.unit.galera_cases import N1, N2, N3, NODES, probe_ok, rows_of, steady
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from checker_core.core.leadership import Role
-from checker_core.runner import PEERS_RECHECK_S
+from checker_core.passes.runner import PEERS_RECHECK_S
 from tests.unit.config_cases import galera_runner
 
 

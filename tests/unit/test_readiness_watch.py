@@ -7,7 +7,7 @@ import threading
 from dataclasses import replace
 from typing import Any
 
-from checker_core.runner import PassResult
+from checker_core.passes.result import PassResult
 from checker_core.service.readiness import ReadinessWatch
 from galera_checker.policy import GaleraPolicy
 from tests.unit.daemon_cases import galera_pass

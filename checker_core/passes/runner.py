@@ -7,22 +7,20 @@ the reads and the apply is checker_core.core.decide, which is pure.
 from __future__ import annotations
 
 import contextlib
-import enum
 import functools
 import os
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from checker_core.core.decide import ClusterView, Decision, Policy, decide, view_of
-from checker_core.core.leadership import ALONE, Leadership, NotAPeer, ProxyAddress, Role
+from checker_core.core.decide import Decision, decide, view_of
+from checker_core.core.leadership import ALONE, Leadership, NotAPeer, ProxyAddress
 from checker_core.core.model import BadRow, ClusterRows, Hostgroups, NodeAddress, sort_rows
 from checker_core.core.probes import ProbeResult
-from checker_core.core.roster import BadRows, LiveLayout
-from checker_core.edges.backend import PendingProbes, ProbeFn, Prober
+from checker_core.core.roster import BadRows
+from checker_core.edges.backend import PendingProbes, Prober
 from checker_core.edges.lock import PassTimeout, cluster_lock, deadline
 from checker_core.edges.memory import StateStore
 from checker_core.edges.proxysql import (
@@ -31,19 +29,18 @@ from checker_core.edges.proxysql import (
     AdminError,
     ApplyFailed,
     ApplyResult,
-    Statement,
     plan_statements,
 )
-from checker_core.exitcodes import Exit
 from checker_core.fanout import run_each
-from checker_core.settings.config import ClusterSettings, Endpoint, Settings
-from checker_core.settings.schema import Checker
+from checker_core.passes.plugin import AdviceInput, AfterPass, CheckerKind
+from checker_core.passes.progress import PassProgress
+from checker_core.passes.result import SAY_WHY_THEY_ENDED, Mode, Outcome, PassInputs, PassResult
+from checker_core.settings.config import ClusterSettings, Settings
 
 if TYPE_CHECKING:
-    from checker_core.core.brownout import BrownoutReport
-    from checker_core.core.hysteresis import NodeMemory
     from checker_core.core.peers import PeerMemory
-    from checker_core.core.whatif import Assumed, Readiness, WhatIf
+    from checker_core.core.whatif import Assumed
+    from checker_core.passes.plugin import Advice, Advisor
 
 # share of max_runtime_ms the probes may use; the rest is for reading and writing ProxySQL
 PROBE_SHARE = 0.6
@@ -56,275 +53,6 @@ PEERS_RECHECK_S = 5.0
 # waits for the next second this share of max_runtime_ms at most, asking again this often
 WAIT_SECOND_SHARE = 0.25
 SECOND_POLL_S = 0.02
-
-
-class Mode(enum.Enum):
-    APPLY = "apply"
-    DRY_RUN = "dry_run"
-    STATUS = "status"
-
-
-class Outcome(enum.Enum):
-    CHANGED = ("changed", Exit.OK)
-    UNCHANGED = ("unchanged", Exit.OK)
-    PLANNED = ("planned", Exit.OK)  # dry-run / status: computed, not applied
-    PAUSED = ("paused", Exit.OK)
-    BUSY = ("busy", Exit.OK)
-    # no node answered: nothing changed, nothing counted; not a failure of the run itself (the
-    # scheduler must not see a crash), but not a check either: /health counts these in a row
-    BLIND = ("blind", Exit.OK)
-    # a ProxySQL Cluster peer's checker acts: this one probed and judged, and wrote nothing
-    STANDBY = ("standby", Exit.OK)
-    # acting, but the cluster saw a LOAD in this same second: the changes go in the next pass
-    DEFERRED = ("deferred", Exit.OK)
-    # acting, but no LOAD can propagate: the cluster's newest epoch is ahead of this proxy's
-    # clock by more than a second (clock skew or a step back); a failure until the clocks agree
-    CLOCK_SKEW = ("clock_skew", Exit.FAILED)
-    FAILED = ("failed", Exit.FAILED)
-    BAD_INPUT = ("bad_input", Exit.BAD_INPUT)
-
-    def __init__(self, label: str, exit_code: Exit) -> None:
-        self.label = label
-        self.exit_code = exit_code
-
-
-@dataclass(frozen=True, slots=True)
-class AfterPass:
-    """What a checker's actions on the nodes are given once a pass has decided (and applied)."""
-
-    cluster: ClusterSettings
-    decision: Decision
-    probes: Mapping[NodeAddress, ProbeResult]
-    node_admin: Endpoint | None
-    store: StateStore
-    budget_s: float  # what is left of the pass's time
-    acting: bool  # False: a dry run, a standby or a paused checker only says what it would do
-
-
-@dataclass(frozen=True, slots=True)
-class ActionsDone:
-    said: tuple[str, ...] = ()  # what was done (or would be): the pass line says it
-    failed: tuple[str, ...] = ()  # what could not be done: warnings too
-    evictions: int = 0
-
-
-class NodeActions(Protocol):
-    """Actions a checker takes on the nodes themselves after a pass (Galera: evictions)."""
-
-    def after_pass(self, after: AfterPass) -> ActionsDone: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Advice:
-    """Something a pass works out for the operator without acting on it."""
-
-    text: str
-    warning: bool  # the pass line, status and check-config say it; else only check-config
-
-
-@dataclass(frozen=True, slots=True)
-class AdviceInput:
-    cluster: ClusterSettings
-    probes: Mapping[NodeAddress, ProbeResult]
-    proxy_variables: Mapping[str, str]  # runtime_global_variables the advisor asked for
-    now: float  # monotonic
-
-
-class Advisor(Protocol):
-    """What a checker tells the operator from a pass's probes and ProxySQL's settings."""
-
-    def proxy_variables(self, cluster: ClusterSettings) -> tuple[str, ...]:
-        """The runtime_global_variables it needs for this cluster (none: nothing is asked)."""
-        ...
-
-    def advise(self, given: AdviceInput) -> tuple[Advice, ...]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class CheckerKind:
-    """What makes a checker: its name, its rules and its probe."""
-
-    checker: Checker
-    policy: Policy
-    probe: ProbeFn
-    # the daemon's question to a writer between passes (a lighter probe); None: the probe
-    watch: ProbeFn | None = None
-    actions: NodeActions | None = None
-    advisor: Advisor | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PassInputs:
-    """What a pass decided from, besides its probes."""
-
-    policy: Any  # the checker's Policy, which can also assume failures (whatif.Assumer)
-    view: ClusterView
-    memory: Mapping[NodeAddress, NodeMemory]
-    cluster: ClusterSettings
-    now: float
-
-    def what_if(self, probes: Mapping[NodeAddress, ProbeResult]) -> WhatIf:
-        """The same decision asked of other failures (whatif is loaded on demand)."""
-        from checker_core.core.whatif import WhatIf
-
-        return WhatIf(
-            self.policy, self.policy, self.view, probes, self.memory, self.cluster, self.now
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class PassResult:
-    cluster: str
-    pass_id: str
-    outcome: Outcome
-    duration_ms: float
-    message: str  # why, when the pass did not get to a decision
-    decision: Decision | None = None
-    layout: LiveLayout | None = None
-    probes: Mapping[NodeAddress, ProbeResult] = field(default_factory=dict)
-    statements: tuple[Statement, ...] = ()
-    applied: ApplyResult | None = None
-    warnings: tuple[str, ...] = ()
-    leadership: Leadership | None = None
-    # ConnUsed of the servers ProxySQL keeps OFFLINE_HARD in runtime after a LOAD removed them
-    leaving_in_use: Mapping[tuple[int, NodeAddress], int] = field(default_factory=dict)
-    state_failures: int = 0  # state files this pass could not write (it went on without them)
-    # what the decision was made from, for the questions asked of it afterwards (readiness)
-    inputs: PassInputs | None = None
-    # the failures a what-if dry-run assumed, in words ("127.0.0.1:3311 down")
-    assumed: tuple[str, ...] = ()
-    # readiness already worked out for these very inputs (the daemon's steady passes)
-    known_readiness: Readiness | None = None
-    # the daemon works readiness out off its loop: none known yet means none, not "ask now"
-    readiness_deferred: bool = False
-    evictions: int = 0  # dead Galera members this pass evicted from the survivors' view
-    node_actions: tuple[str, ...] = ()  # what the pass did to the nodes themselves, in words
-    advice: tuple[Advice, ...] = ()
-
-    @property
-    def role(self) -> Role | None:
-        return self.leadership.role if self.leadership else None
-
-    @property
-    def writers(self) -> tuple[NodeAddress, ...]:
-        """The writers this pass decided on (its plan's, loaded or not)."""
-        return self.decision.assignment.writers if self.decision else ()
-
-    @property
-    def plan_live(self) -> bool:
-        """ProxySQL routes as the decision says: loaded, nothing to load, or kept (blind)."""
-        loaded = self.applied is not None and self.applied.loaded
-        return loaded or self.outcome in (Outcome.CHANGED, Outcome.UNCHANGED, Outcome.BLIND)
-
-    @property
-    def routed_writers(self) -> tuple[NodeAddress, ...]:
-        """The writers ProxySQL routes to after this pass: the plan's once it is live, else
-        the ones it had (a paused, standby or deferred pass, a failed LOAD, a dry run)."""
-        if self.plan_live or self.layout is None:
-            return self.writers
-        return tuple(self.layout.writers)
-
-    def what_if(self) -> WhatIf | None:
-        """The pass's inputs, to ask what other failures would lead to (loaded on demand)."""
-        return None if self.inputs is None else self.inputs.what_if(self.probes)
-
-    def readiness(self) -> Readiness | None:
-        """Would losing the writer, or any one node, still leave a writer and a reader?"""
-        if self.known_readiness is not None or self.readiness_deferred:
-            return self.known_readiness
-        what_if = self.what_if()
-        if what_if is None or self.decision is None or self.decision.blind or self.assumed:
-            return None
-        return what_if.readiness(self.decision)
-
-    def brownouts(self) -> tuple[BrownoutReport, ...]:
-        if not self.decision:
-            return ()
-        draining = [(n, m) for n, m in sorted(self.decision.memory.items()) if m.queue_samples]
-        if not draining:
-            return ()
-        # loaded only when a queue is sampled: a Galera pass never needs it
-        from checker_core.core.brownout import brownout_report
-
-        found = (brownout_report(n, m) for n, m in draining)
-        return tuple(r for r in found if r is not None)
-
-    def verdict_counts(self) -> dict[str, int]:
-        if not self.decision:
-            return {}
-        return dict(sorted(Counter(v.state.value for v in self.decision.verdicts.values()).items()))
-
-    def summary(self) -> str:
-        """The one sentence that says what this pass did (the log line and what tests read)."""
-        head = f"cluster {self.cluster}: "
-        if self.decision is None:
-            return head + self.message
-        before = tuple(self.layout.writers) if self.layout else ()
-        writers = ", ".join(map(str, self.writers)) or "none"
-        was = ", ".join(map(str, before)) or "none"
-        if before == tuple(self.writers):
-            writer_text = f"writer {writers}"
-        elif self.plan_live or self.outcome is Outcome.PLANNED:
-            writer_text = f"writer {writers} (was {was})"
-        else:
-            # nothing went live: ProxySQL still routes to the writer it had
-            writer_text = f"writer {was} (planned {writers})"
-        changes = len(self.decision.plan.changes)
-        if self.outcome is Outcome.CHANGED:
-            action = f"{changes} change(s) loaded" if changes else "roster loaded, no other change"
-        elif self.outcome is Outcome.UNCHANGED:
-            action = "no change"
-        elif self.outcome is Outcome.PAUSED:
-            action = f"paused, {changes} change(s) not applied"
-        elif self.outcome is Outcome.PLANNED:
-            action = f"{changes} change(s) planned, not applied"
-        elif self.outcome is Outcome.BLIND:
-            action = self.decision.sight.reason
-        elif self.outcome is Outcome.STANDBY and self.leadership is not None:
-            action = f"{self.leadership.reason}; {changes} change(s) seen, not applied"
-        elif self.outcome in (Outcome.DEFERRED, Outcome.CLOCK_SKEW):
-            action = f"{changes} change(s) not applied yet: {self.message}"
-        else:
-            action = self.message
-        counts = ", ".join(f"{k} {v}" for k, v in self.verdict_counts().items())
-        notes = "".join(f"; {b.describe()}" for b in self.brownouts())
-        if self.decision.sight.reason and self.outcome is not Outcome.BLIND:
-            notes += f"; {self.decision.sight.reason}"
-        if self.role is Role.ACTING and self.leadership is not None:
-            notes += f"; {self.leadership.reason}"
-        if self.leadership is not None and self.leadership.split:
-            notes += "; ProxySQL Cluster split (see warning)"
-        shunned = [
-            n for n in (self.layout.shunned_writers if self.layout else ()) if n in self.writers
-        ]
-        if shunned:
-            notes += (
-                f"; writer {', '.join(map(str, shunned))} SHUNNED by ProxySQL itself "
-                "(left for ProxySQL to bring back)"
-            )
-        if self.decision.assignment.why_readers:
-            notes += f"; {self.decision.assignment.why_readers}"
-        if self.layout is not None and self.layout.leaving:
-            notes += "; leaving ProxySQL once its clients let go: " + ", ".join(
-                f"{r.node} in hostgroup {r.hostgroup_id} "
-                f"({self.leaving_in_use.get((r.hostgroup_id, r.node), 0)} connection(s) in use)"
-                for r in self.layout.leaving
-            )
-        if self.applied is not None and self.applied.saved and not self.applied.loaded:
-            notes += "; SAVE MYSQL SERVERS TO DISK retried and done"
-        if self.assumed:
-            notes += f"; what-if: assuming {', '.join(self.assumed)}"
-        notes += "".join(f"; {said}" for said in self.node_actions)
-        notes += "".join(f"; warning: {a.text}" for a in self.advice if a.warning)
-        if self.decision.adopted:
-            nodes = len({r.node for r in self.decision.adopted})
-            hostgroups = sorted({r.hostgroup_id for r in self.decision.adopted})
-            notes += f"; roster of {nodes} node(s) adopted into empty templates {hostgroups}"
-        return f"{head}{action}; {writer_text}{notes}; {counts}; {self.duration_ms:.0f} ms"
-
-
-# outcomes whose own message says why the pass ended (a deadline's failure among them)
-SAY_WHY_THEY_ENDED = (Outcome.BUSY, Outcome.FAILED, Outcome.BAD_INPUT)
 
 
 class PassRunner:
@@ -889,86 +617,6 @@ class PassRunner:
         return self._finish(progress, outcome, outcome.label)
 
 
-class PassProgress:
-    """What one pass has done so far. Every outcome is made from it, so a pass cut short after
-    its LOAD still says what ProxySQL now has."""
-
-    def __init__(self, cluster: str, pass_id: str, started: float) -> None:
-        self.cluster = cluster
-        self.pass_id = pass_id
-        self.started = started
-        self.decision: Decision | None = None
-        self.layout: LiveLayout | None = None
-        self.probes: Mapping[NodeAddress, ProbeResult] = {}
-        self.leaving_in_use: Mapping[tuple[int, NodeAddress], int] = {}
-        self.statements: tuple[Statement, ...] = ()
-        self.leadership: Leadership | None = None
-        self.applied: ApplyResult | None = None
-        self.warnings: tuple[str, ...] = ()
-        self.loaded = False  # set the moment LOAD MYSQL SERVERS TO RUNTIME returned
-        self.remembered = False
-        self.state_failures = 0
-        self.evictions = 0
-        self.node_actions: tuple[str, ...] = ()
-        self.advice: tuple[Advice, ...] = ()
-        self.inputs: PassInputs | None = None
-        self.assumed: tuple[str, ...] = ()
-
-    def decided(
-        self,
-        decision: Decision,
-        layout: LiveLayout,
-        probes: Mapping[NodeAddress, ProbeResult],
-        leaving_in_use: Mapping[tuple[int, NodeAddress], int],
-    ) -> None:
-        self.decision, self.layout, self.probes = decision, layout, probes
-        self.leaving_in_use = leaving_in_use
-
-    def mark_loaded(self) -> None:
-        self.loaded = True
-
-    def warn(self, text: str) -> None:
-        self.warnings = (*self.warnings, text)
-
-    def remember(
-        self, store: StateStore, cluster: str, memory: Mapping[NodeAddress, NodeMemory]
-    ) -> None:
-        """The counters saved; a state dir that fails (full, unwritable) costs a warning and
-        a retry next pass, never the pass: what it did to ProxySQL stands."""
-        if self.remembered:
-            return
-        self.remembered = True
-        self.state_failed(store.save(cluster, memory))
-
-    def state_failed(self, failure: str | None) -> None:
-        if failure:
-            self.state_failures += 1
-            self.warn(failure)
-
-    def result(self, outcome: Outcome, message: str, now: float) -> PassResult:
-        return PassResult(
-            self.cluster,
-            self.pass_id,
-            outcome,
-            (now - self.started) * 1000,
-            message,
-            decision=self.decision,
-            layout=self.layout,
-            probes=self.probes,
-            statements=self.statements,
-            applied=self.applied,
-            warnings=self.warnings,
-            leadership=self.leadership,
-            leaving_in_use=self.leaving_in_use,
-            state_failures=self.state_failures,
-            inputs=self.inputs,
-            assumed=self.assumed,
-            evictions=self.evictions,
-            node_actions=self.node_actions,
-            advice=self.advice,
-        )
-
-
 def _pending_templates(decision: Decision, rows: ClusterRows) -> str | None:
     """What a LOAD of ours made live besides our changes: template rows someone staged and had
     not loaded (ProxySQL loads mysql_servers whole)."""
@@ -988,7 +636,3 @@ def _pending_templates(decision: Decision, rows: ClusterRows) -> str | None:
 
 def _given(result: PassResult) -> PassResult:
     return result
-
-
-def exit_code(results: list[PassResult]) -> Exit:
-    return max((r.outcome.exit_code for r in results), default=Exit.OK)

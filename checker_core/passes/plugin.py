@@ -1,0 +1,83 @@
+"""What a checker plugs into the pass: its rules, its probe, its actions on the nodes and its
+advice. A contract of records and protocols; no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from checker_core.core.decide import Decision, Policy
+from checker_core.core.model import NodeAddress
+from checker_core.core.probes import ProbeResult
+from checker_core.settings.config import ClusterSettings, Endpoint
+from checker_core.settings.schema import Checker
+
+if TYPE_CHECKING:
+    from checker_core.edges.backend import ProbeFn
+    from checker_core.edges.memory import StateStore
+
+
+@dataclass(frozen=True, slots=True)
+class AfterPass:
+    """What a checker's actions on the nodes are given once a pass has decided (and applied)."""
+
+    cluster: ClusterSettings
+    decision: Decision
+    probes: Mapping[NodeAddress, ProbeResult]
+    node_admin: Endpoint | None
+    store: StateStore
+    budget_s: float  # what is left of the pass's time
+    acting: bool  # False: a dry run, a standby or a paused checker only says what it would do
+
+
+@dataclass(frozen=True, slots=True)
+class ActionsDone:
+    said: tuple[str, ...] = ()  # what was done (or would be): the pass line says it
+    failed: tuple[str, ...] = ()  # what could not be done: warnings too
+    evictions: int = 0
+
+
+class NodeActions(Protocol):
+    """Actions a checker takes on the nodes themselves after a pass (Galera: evictions)."""
+
+    def after_pass(self, after: AfterPass) -> ActionsDone: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """Something a pass works out for the operator without acting on it."""
+
+    text: str
+    warning: bool  # the pass line, status and check-config say it; else only check-config
+
+
+@dataclass(frozen=True, slots=True)
+class AdviceInput:
+    cluster: ClusterSettings
+    probes: Mapping[NodeAddress, ProbeResult]
+    proxy_variables: Mapping[str, str]  # runtime_global_variables the advisor asked for
+    now: float  # monotonic
+
+
+class Advisor(Protocol):
+    """What a checker tells the operator from a pass's probes and ProxySQL's settings."""
+
+    def proxy_variables(self, cluster: ClusterSettings) -> tuple[str, ...]:
+        """The runtime_global_variables it needs for this cluster (none: nothing is asked)."""
+        ...
+
+    def advise(self, given: AdviceInput) -> tuple[Advice, ...]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CheckerKind:
+    """What makes a checker: its name, its rules and its probe."""
+
+    checker: Checker
+    policy: Policy
+    probe: ProbeFn
+    # the daemon's question to a writer between passes (a lighter probe); None: the probe
+    watch: ProbeFn | None = None
+    actions: NodeActions | None = None
+    advisor: Advisor | None = None
