@@ -16,14 +16,13 @@ import click
 
 from checker_core import __version__, oneshot
 from checker_core.exitcodes import Exit
-from checker_core.report import summary
 from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:
     from checker_core.core.model import NodeAddress
     from checker_core.core.whatif import Assumed
     from checker_core.edges.proxysql import AdminClient
-    from checker_core.passes.plugin import CheckerKind
+    from checker_core.passes.plugin import CheckerKind, SwitchoverRequest
     from checker_core.passes.result import PassResult
     from checker_core.settings.config import ClusterSettings, Settings
 
@@ -122,6 +121,8 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
     click.echo(f"  ProxySQL Cluster: {cluster_line}")
     for warning in settings.warnings:
         click.echo(f"warning: {warning}", err=True)
+    from checker_core.report import summary
+
     for result in _run_passes(inv, settings, "status"):
         for advice in result.advice:
             if advice.warning:
@@ -258,7 +259,7 @@ def _assumed(
     options = ((Assumed.DOWN, down), (Assumed.LAGGING, lagging), (Assumed.DESYNC, desync))
     for what, values in options:
         for text in (part.strip() for value in values for part in value.split(",")):
-            node = _node_argument(f"--assume-{what.label}", text)
+            node = node_argument(f"--assume-{what.label}", text)
             if node in found and found[node] is not what:
                 fail(
                     f"--assume-{what.label} {text}: already assumed {found[node].label}",
@@ -268,7 +269,7 @@ def _assumed(
     return found
 
 
-def _node_argument(flag: str, text: str) -> NodeAddress:
+def node_argument(flag: str, text: str) -> NodeAddress:
     """A HOST:PORT argument, or one line naming the flag and exit 2."""
     from checker_core.core.hostname import host_problem
     from checker_core.core.model import NodeAddress
@@ -470,7 +471,7 @@ def pause_command(
         try:
             path = store.pause(name, reason)
         except OSError as exc:
-            fail(_state_dir_problem(store.state_dir, "write the pause file", exc), Exit.BAD_INPUT)
+            fail(state_dir_problem(store.state_dir, "write the pause file", exc), Exit.BAD_INPUT)
         click.echo(f"paused {name or 'all clusters'}: {path}")
 
 
@@ -502,11 +503,11 @@ def resume_command(
         try:
             removed = store.resume(name)
         except OSError as exc:
-            fail(_state_dir_problem(store.state_dir, "remove the pause file", exc), Exit.BAD_INPUT)
+            fail(state_dir_problem(store.state_dir, "remove the pause file", exc), Exit.BAD_INPUT)
         click.echo(f"resumed {target}" if removed else f"{target} was not paused")
 
 
-def _state_dir_problem(state_dir: Path, what: str, exc: OSError) -> str:
+def state_dir_problem(state_dir: Path, what: str, exc: OSError) -> str:
     return f"run.state_dir {state_dir}: cannot {what} ({exc.strerror or exc}); nothing changed"
 
 
@@ -697,130 +698,49 @@ def switchover_command(
 ) -> None:
     """Move the writer on purpose: Galera's old writer drains, then reads; Group Replication's
     primary is moved by the group (group_replication_set_as_primary) and followed."""
-    from checker_core.edges.memory import StateStore
-    from checker_core.settings.schema import Checker
+    from checker_core.passes.plugin import SwitchoverRequest
 
     settings = load_settings(inv.merged(config, overrides))
-    gr = inv.checker is Checker.GR
     _known_clusters(settings, () if cluster_name is None else (cluster_name,))
     if cluster_name is None and len(settings.clusters) > 1:
         fail("switchover: --cluster NAME is needed with several clusters", Exit.BAD_INPUT)
     cluster = next(c for c in settings.clusters if cluster_name in (None, c.name))
-    if not gr:
-        for flag, value in (
-            ("--timeout", timeout_s),
-            ("--running-transactions-timeout", running_s),
-        ):
-            if value is not None:
-                fail(
-                    f"{flag}: Group Replication only (Galera's move is bounded by "
-                    "cluster.drain_timeout_ms)",
-                    Exit.BAD_INPUT,
-                )
-    elif keep_delay:
-        fail(
-            "--keep-auto-increment-delay: Galera only (a Group Replication primary turns "
-            "read-only: nothing drains)",
-            Exit.BAD_INPUT,
-        )
-    store = StateStore(settings.run.state_dir, inv.checker, _names(settings))
-    if release:
-        if gr:
-            fail(
-                "--release: a Group Replication switchover pins nothing (the checker follows "
-                "the group's primary); nothing to release",
-                Exit.BAD_INPUT,
-            )
-        if dry_run:
-            pinned = store.writer_pin(cluster.name)
-            held = f"the pin on {pinned}" if pinned is not None else "no pin"
-            click.echo(f"cluster {cluster.name}: dry run: would release {held}; nothing changed")
-            return
-        try:
-            store.pin_writer(cluster.name, None)
-        except OSError as exc:
-            fail(_state_dir_problem(store.state_dir, "remove the pin", exc), Exit.BAD_INPUT)
-        click.echo(f"cluster {cluster.name}: switchover pin released; weights decide again")
-        return
+    move = inv.kind().switchover
+    if move is None:
+        fail(f"switchover: {inv.checker.value} has no planned move", Exit.BAD_INPUT)
+    request = SwitchoverRequest(
+        settings,
+        cluster,
+        to,
+        source,
+        release=release,
+        timeout_s=timeout_s,
+        running_transactions_s=running_s,
+        keep_auto_increment_delay=keep_delay,
+        dry_run=dry_run,
+        say=click.echo,
+    )
+    sys.exit(int(move(request)))
+
+
+def only_for(checker: str, given: tuple[tuple[str, bool], ...], why: str) -> None:
+    """A switchover option of the other checker given: one line naming it and exit 2."""
+    for flag, was_given in given:
+        if was_given:
+            fail(f"{flag}: {checker} only ({why})", Exit.BAD_INPUT)
+
+
+def move_nodes(request: SwitchoverRequest) -> tuple[NodeAddress | None, NodeAddress | None]:
+    """--to and --from: exactly one of them, as a node."""
+    to, source = request.to, request.source
     if (to is None) == (source is None):
         fail(
             "switchover: give either --to HOST:PORT or --from HOST:PORT (or --release)",
             Exit.BAD_INPUT,
         )
-    target = None if to is None else _node_argument("--to", to)
-    origin = None if source is None else _node_argument("--from", source)
-    if not gr:
-        from checker_core.switchover import switchover
-
-        code = switchover(
-            settings,
-            inv.kind(),
-            cluster,
-            target,
-            dry_run=dry_run,
-            say=click.echo,
-            source=origin,
-            lower_delay=not keep_delay,
-        )
-        sys.exit(int(code))
-    code = _gr_switchover(
-        settings,
-        inv,
-        cluster,
-        (target, origin),
-        timeout_s=timeout_s,
-        running_s=running_s,
-        dry_run=dry_run,
-    )
-    sys.exit(int(code))
-
-
-def _gr_switchover(
-    settings: Settings,
-    inv: Invocation,
-    cluster: ClusterSettings,
-    nodes: tuple[NodeAddress | None, NodeAddress | None],
-    *,
-    timeout_s: float | None,
-    running_s: int | None,
-    dry_run: bool,
-) -> Exit:
-    import math
-
-    from gr_checker.set_primary import DEFAULT_TIMEOUT_S, switchover
-    from gr_checker.switchover import MAX_RUNNING_TRANSACTIONS_TIMEOUT_S as MAX_RUNNING
-
-    limit = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
-    if not math.isfinite(limit) or not 0 < limit <= MAX_HEALTH_TIMEOUT_S:
-        fail(
-            f"--timeout: {limit:g} is not a number of seconds between 0 and "
-            f"{MAX_HEALTH_TIMEOUT_S:g} (e.g. --timeout 60)",
-            Exit.BAD_INPUT,
-        )
-    if running_s is not None and not 0 <= running_s <= MAX_RUNNING:
-        fail(
-            f"--running-transactions-timeout: {running_s} is not between 0 and {MAX_RUNNING} "
-            "seconds",
-            Exit.BAD_INPUT,
-        )
-    if running_s is not None and running_s >= limit:
-        fail(
-            f"--running-transactions-timeout: {running_s} s must be shorter than --timeout "
-            f"({limit:g} s), or the command gives up before the group does",
-            Exit.BAD_INPUT,
-        )
-    target, origin = nodes
-    return switchover(
-        settings,
-        inv.kind(),
-        cluster,
-        target=target,
-        source=origin,
-        dry_run=dry_run,
-        running_transactions_timeout_s=running_s,
-        timeout_s=limit,
-        say=click.echo,
-    )
+    target = None if to is None else node_argument("--to", to)
+    origin = None if source is None else node_argument("--from", source)
+    return target, origin
 
 
 def _names(settings: Settings) -> list[str]:

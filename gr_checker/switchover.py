@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from checker_core.core.model import NodeAddress
 from checker_core.core.verdict import State, Verdict
 from checker_core.core.writers import barred
-from checker_core.passes.result import Outcome, PassResult
+from checker_core.passes.result import PassResult
 from checker_core.report import summary
 from gr_checker.policy import GrFacts
 
@@ -222,9 +222,7 @@ def elect(candidates: list[Candidate]) -> Candidate:
 def followed(result: PassResult, target: NodeAddress) -> bool:
     """The pass was applied (or had nothing to change) and its writer hostgroup holds the
     target ONLINE, alone."""
-    from checker_core.switchover import moved
-
-    return result.outcome in (Outcome.CHANGED, Outcome.UNCHANGED) and moved(result, target)
+    return result.moved_to(target)
 
 
 def statement(

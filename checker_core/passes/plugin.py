@@ -3,14 +3,15 @@ advice. A contract of records and protocols; no I/O."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from checker_core.core.decide import Decision, Policy
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
-from checker_core.settings.config import ClusterSettings, Endpoint
+from checker_core.exitcodes import Exit
+from checker_core.settings.config import ClusterSettings, Endpoint, Settings
 from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:
@@ -71,6 +72,23 @@ class Advisor(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class SwitchoverRequest:
+    """`switchover` as the operator typed it, for the checker's own move; the cluster is
+    known, every other option is the checker's to refuse or to use."""
+
+    settings: Settings
+    cluster: ClusterSettings
+    to: str | None  # HOST:PORT as typed
+    source: str | None
+    release: bool
+    timeout_s: float | None
+    running_transactions_s: int | None
+    keep_auto_increment_delay: bool
+    dry_run: bool
+    say: Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
 class CheckerKind:
     """What makes a checker: its name, its rules and its probe."""
 
@@ -81,3 +99,5 @@ class CheckerKind:
     watch: ProbeFn | None = None
     actions: NodeActions | None = None
     advisor: Advisor | None = None
+    # a planned move of the writer: the exit code once it is done or refused
+    switchover: Callable[[SwitchoverRequest], Exit] | None = None

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from checker_core.core.model import NodeAddress
+from checker_core.core.model import NodeAddress, ServerStatus
 from checker_core.core.probes import ProbeResult
 from checker_core.exitcodes import Exit
 
@@ -150,6 +150,16 @@ class PassResult:
 
         found = (brownout_report(n, m) for n, m in draining)
         return tuple(r for r in found if r is not None)
+
+    def moved_to(self, target: NodeAddress) -> bool:
+        """A planned move is done: the pass went live (or had nothing to change), the target
+        writes alone, and no demoted writer drains any more."""
+        decision = self.decision
+        if decision is None or self.outcome not in (Outcome.CHANGED, Outcome.UNCHANGED):
+            return False
+        hostgroup = decision.plan.hostgroups.writer
+        in_writer = [r for r in decision.plan.desired if r.hostgroup_id == hostgroup]
+        return [(r.node, r.status) for r in in_writer] == [(target, ServerStatus.ONLINE)]
 
     def verdict_counts(self) -> dict[str, int]:
         if not self.decision:

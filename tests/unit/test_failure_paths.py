@@ -227,7 +227,7 @@ def test_a_switchover_refuses_what_no_pass_would_do_in_the_pass_own_words() -> N
     """The target is judged by the decision the pin would make: a barred node (an operator's
     OFFLINE_HARD row in the writer hostgroup) is refused, as a pass with the pin would pass it
     over (the lagging case: test_a_lagging_pinned_node_...); a healthy one is accepted."""
-    from checker_core.switchover import refusal
+    from galera_checker.switchover import refusal
     from tests.unit.daemon_cases import galera_pass
 
     barred_row = placed(N3, HG.writer, ServerStatus.OFFLINE_HARD)

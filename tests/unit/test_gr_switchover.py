@@ -14,8 +14,8 @@ from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, ServerS
 from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.core.roster import LiveLayout
 from checker_core.passes.result import Outcome, PassResult
-from checker_core.switchover import Refusal as GaleraRefusal
-from checker_core.switchover import next_writer
+from galera_checker.switchover import Refusal as GaleraRefusal
+from galera_checker.switchover import next_writer
 from gr_checker.policy import GroupReplicationPolicy
 from gr_checker.switchover import (
     Candidate,

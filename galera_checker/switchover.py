@@ -22,7 +22,7 @@ from checker_core.core.attached import (
     may_be_held_by_the_delay,
     what_clients_see,
 )
-from checker_core.core.model import NodeAddress, ServerStatus
+from checker_core.core.model import NodeAddress
 from checker_core.core.writers import pin_passed_over
 from checker_core.edges import proxysql_sessions as sessions_edge
 from checker_core.edges.proxysql import AdminError
@@ -83,16 +83,6 @@ def next_writer(result: PassResult, source: NodeAddress) -> NodeAddress | Refusa
     if not after.assignment.writers:
         return Refusal(f"no node could take over from {source}: {after.assignment.why_writers}")
     return after.assignment.writers[0]
-
-
-def moved(result: PassResult, target: NodeAddress) -> bool:
-    """The target writes alone and no demoted writer drains any more."""
-    decision = result.decision
-    if decision is None or result.outcome not in (Outcome.CHANGED, Outcome.UNCHANGED):
-        return False
-    hostgroup = decision.plan.hostgroups.writer
-    in_writer = [r for r in decision.plan.desired if r.hostgroup_id == hostgroup]
-    return [(r.node, r.status) for r in in_writer] == [(target, ServerStatus.ONLINE)]
 
 
 def switchover(
@@ -218,7 +208,7 @@ def _move(
             say(summary(result))
         if result.outcome in (Outcome.FAILED, Outcome.BAD_INPUT):
             return result.outcome.exit_code
-        if moved(result, target):
+        if result.moved_to(target):
             say(f"cluster {cluster.name}: switchover to {target} done")
             return Exit.OK
         if time.monotonic() >= limit:
