@@ -14,11 +14,12 @@ from typing import Any
 import pymysql
 
 from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
+from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.plugin import CheckerKind
 from checker_core.passes.result import Mode
 from checker_core.passes.runner import PassRunner
-from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls, load
+from checker_core.settings.config import load
 from checker_core.settings.schema import Checker
 from tests.integration.rig import as_configured
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER

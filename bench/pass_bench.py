@@ -38,11 +38,12 @@ import pymysql
 
 from bench.common import HG, Lab, write_config
 from checker_core.core.model import NodeAddress
+from checker_core.core.settings import Tls
 from checker_core.edges import tls
 from checker_core.passes.plugin import CheckerKind
 from checker_core.passes.result import Mode
 from checker_core.passes.runner import PassRunner
-from checker_core.settings.config import Tls, load
+from checker_core.settings.config import load
 from checker_core.settings.schema import Checker, SslMode
 from tests.lab.accounts import ADMIN_PASSWORD, ADMIN_USER, MONITOR_PASSWORD, MONITOR_USER
 

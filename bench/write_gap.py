@@ -51,8 +51,8 @@ from bench.gap_faults import (
 )
 from bench.gap_traffic import TABLES, Sample, Sampler, Statement, Table, Writer
 from checker_core.core.model import ServerRow
+from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
 from checker_core.edges.proxysql import AdminClient
-from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls
 from tests.lab.accounts import APP_PASSWORD, APP_USER
 from tests.lab.checker_config import write_checker_config
 from tests.lab.paths import LOOPBACK, lab_dir

@@ -20,11 +20,11 @@ from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:
     from checker_core.core.model import NodeAddress
+    from checker_core.core.settings import ClusterSettings, Settings
     from checker_core.core.whatif import Assumed
     from checker_core.edges.proxysql import AdminClient
     from checker_core.passes.plugin import CheckerKind, SwitchoverRequest
     from checker_core.passes.result import PassResult
-    from checker_core.settings.config import ClusterSettings, Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -612,7 +612,7 @@ def healthcheck_command(inv: Invocation, listen: str | None, timeout_s: float) -
     import urllib.error
     import urllib.request
 
-    from checker_core.service.listen import ListenAddress
+    from checker_core.core.settings import ListenAddress
 
     if not math.isfinite(timeout_s) or timeout_s <= 0 or timeout_s > MAX_HEALTH_TIMEOUT_S:
         fail(

@@ -20,10 +20,10 @@ from checker_core.exitcodes import Exit
 
 if TYPE_CHECKING:
     from checker_core.core.model import NodeAddress
+    from checker_core.core.settings import Settings
     from checker_core.core.whatif import Assumed
     from checker_core.passes.plugin import CheckerKind
     from checker_core.passes.result import PassResult
-    from checker_core.settings.config import Settings
     from checker_core.settings.schema import Checker
 
 RUN = "run"

@@ -33,7 +33,7 @@ from galera_checker.policy import facts_of
 if TYPE_CHECKING:
     import pymysql
 
-    from checker_core.settings.config import Endpoint
+    from checker_core.core.settings import Endpoint
 
 Session = Callable[..., AbstractContextManager["pymysql.connections.Connection[Any]"]]
 

@@ -15,9 +15,9 @@ from checker_core.core.hysteresis import NodeMemory, lagging
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult, unreachable
 from checker_core.core.roster import LiveLayout, Roster
+from checker_core.core.settings import ClusterSettings
 from checker_core.core.verdict import State, Verdict
 from checker_core.core.writers import WriterRules, writers_by_weight
-from checker_core.settings.config import ClusterSettings
 
 if TYPE_CHECKING:
     from checker_core.core.whatif import Assumed

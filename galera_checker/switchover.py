@@ -34,8 +34,8 @@ from checker_core.report import summary
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from checker_core.core.settings import ClusterSettings, Settings
     from checker_core.passes.plugin import CheckerKind
-    from checker_core.settings.config import ClusterSettings, Settings
 
 # between two passes of the move, at most: ProxySQL needs no more to show ConnUsed falling
 STEP_S = 0.2

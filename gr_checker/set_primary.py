@@ -44,8 +44,8 @@ from gr_checker.switchover import (
 )
 
 if TYPE_CHECKING:
+    from checker_core.core.settings import ClusterSettings, Endpoint, Settings
     from checker_core.passes.plugin import CheckerKind
-    from checker_core.settings.config import ClusterSettings, Endpoint, Settings
 
 STEP_S = 0.2  # between two passes of the move, at most
 LOCK_POLL_S = 0.05

@@ -20,8 +20,8 @@ from checker_core.core.roster import (
     check_rows,
     roster_templates,
 )
+from checker_core.core.settings import ClusterSettings
 from checker_core.core.verdict import State, Verdict
-from checker_core.settings.config import ClusterSettings
 
 
 class Policy(Protocol):

@@ -18,7 +18,7 @@ from checker_core.core.decide import ClusterView, Decision, Policy, decide
 from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import NodeAddress, ServerStatus
 from checker_core.core.probes import ProbeFailure, ProbeResult
-from checker_core.settings.config import ClusterSettings
+from checker_core.core.settings import ClusterSettings
 
 
 class Assumed(enum.Enum):

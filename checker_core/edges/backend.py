@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     import pymysql
 
-    from checker_core.settings.config import Endpoint
+    from checker_core.core.settings import Endpoint
 
 ProbeFn = Callable[["pymysql.connections.Connection[Any]"], object]
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from checker_core.core.model import BadRow
 
 if TYPE_CHECKING:
+    from checker_core.core.settings import ClusterSettings
     from checker_core.edges.proxysql import AdminClient
-    from checker_core.settings.config import ClusterSettings
 
 # (table, its hostgroup columns, whether it has an `active` column)
 _TABLES: tuple[tuple[str, tuple[str, ...], bool], ...] = (

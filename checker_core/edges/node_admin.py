@@ -13,7 +13,7 @@ from checker_core.edges import tls
 if TYPE_CHECKING:
     import pymysql
 
-    from checker_core.settings.config import Endpoint
+    from checker_core.core.settings import Endpoint
 
 
 class NoNodeAdmin(Exception):

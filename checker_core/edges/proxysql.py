@@ -28,7 +28,7 @@ from checker_core.core.model import (
 if TYPE_CHECKING:
     import pymysql
 
-    from checker_core.settings.config import ProxySQLSettings
+    from checker_core.core.settings import ProxySQLSettings
 
 _COLUMN_LIST = ", ".join(COLUMNS)
 _PLACEHOLDERS = ", ".join(["%s"] * len(COLUMNS))

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import pymysql
 
     from checker_core.core.model import NodeAddress
-    from checker_core.settings.config import Endpoint, Tls
+    from checker_core.core.settings import Endpoint, Tls
 
 # PyMySQL's CR.CR_SSL_CONNECTION_ERROR: TLS was required and the server offers none
 _NO_TLS_ON_SERVER = 2026

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Protocol
 from checker_core.core.decide import Decision, Policy
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
+from checker_core.core.settings import ClusterSettings, Endpoint, Settings
 from checker_core.exitcodes import Exit
-from checker_core.settings.config import ClusterSettings, Endpoint, Settings
 from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:

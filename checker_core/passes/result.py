@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     from checker_core.core.hysteresis import NodeMemory
     from checker_core.core.leadership import Leadership, Role
     from checker_core.core.roster import LiveLayout
+    from checker_core.core.settings import ClusterSettings
     from checker_core.core.whatif import Readiness, WhatIf
     from checker_core.edges.proxysql import ApplyResult, Statement
     from checker_core.passes.plugin import Advice
-    from checker_core.settings.config import ClusterSettings
 
 
 class Mode(enum.Enum):

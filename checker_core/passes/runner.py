@@ -20,6 +20,7 @@ from checker_core.core.leadership import ALONE, Leadership, NotAPeer, ProxyAddre
 from checker_core.core.model import BadRow, ClusterRows, Hostgroups, NodeAddress, sort_rows
 from checker_core.core.probes import ProbeResult
 from checker_core.core.roster import BadRows
+from checker_core.core.settings import ClusterSettings, Settings
 from checker_core.edges.backend import PendingProbes, Prober
 from checker_core.edges.lock import PassTimeout, cluster_lock, deadline
 from checker_core.edges.memory import StateStore
@@ -35,15 +36,12 @@ from checker_core.fanout import run_each
 from checker_core.passes.plugin import AdviceInput, AfterPass, CheckerKind
 from checker_core.passes.progress import PassProgress
 from checker_core.passes.result import SAY_WHY_THEY_ENDED, Mode, Outcome, PassInputs, PassResult
-from checker_core.settings.config import ClusterSettings, Settings
 
 if TYPE_CHECKING:
     from checker_core.core.peers import PeerMemory
     from checker_core.core.whatif import Assumed
     from checker_core.passes.plugin import Advice, Advisor
 
-# share of max_runtime_ms the probes may use; the rest is for reading and writing ProxySQL
-PROBE_SHARE = 0.6
 # a pass that reaches its probes with less than this share of their time left probes nobody
 MIN_PROBE_SHARE_LEFT = 0.5
 ACCESS_DENIED = "(error 1045)"
@@ -486,7 +484,7 @@ class PassRunner:
         if pinned is not None:
             cluster = replace(cluster, preferred_writer=pinned)
         hostgroups = cluster.hostgroups
-        probe_budget = self.settings.run.max_runtime_ms / 1000 * PROBE_SHARE
+        probe_budget = self.settings.run.probe_budget_s
         probe_deadline = started + probe_budget
         memory, warning = self.store.load(cluster.name)
         if warning:

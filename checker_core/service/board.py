@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from checker_core.core.model import Hostgroups
+from checker_core.core.settings import Settings
 from checker_core.passes.result import PassResult
 from checker_core.report import status_record
 from checker_core.service.health import ClusterRecord, Health, judge_health
 from checker_core.service.listener import Page, Route
-from checker_core.settings.config import Settings
 
 if TYPE_CHECKING:  # imported when enabled: prometheus_client only loads with a listener
     from checker_core.service.metrics import DaemonMetrics

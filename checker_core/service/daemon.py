@@ -17,18 +17,18 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from checker_core.core.settings import ClusterSettings, ListenAddress, Settings
 from checker_core.edges import tls
 from checker_core.passes.plugin import CheckerKind
 from checker_core.passes.result import Mode, PassResult
 from checker_core.passes.runner import PassRunner
 from checker_core.report import log_pass, summary
 from checker_core.service.board import Board
-from checker_core.service.listen import ListenAddress
 from checker_core.service.listener import Listener, ListenError
 from checker_core.service.readiness import ReadinessWatch
 from checker_core.service.sdnotify import Notifier
 from checker_core.service.watch import MAX_NAP_S, BetweenPasses, Trigger
-from checker_core.settings.config import ClusterSettings, ConfigError, Settings
+from checker_core.settings.config import ConfigError
 
 
 def run_daemon(

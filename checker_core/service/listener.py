@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from checker_core.service.listen import ListenAddress
+from checker_core.core.settings import ListenAddress
 
 CLIENT_TIMEOUT_S = 5.0  # a client that sends nothing does not keep a thread forever
 

@@ -11,13 +11,23 @@ import re
 import stat
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from checker_core.core.hostname import host_problem
 from checker_core.core.leadership import ProxyAddress
-from checker_core.core.model import Hostgroups, NodeAddress
+from checker_core.core.model import Hostgroups
+from checker_core.core.settings import (
+    ClusterSettings,
+    Endpoint,
+    ListenAddress,
+    ProxySQLSettings,
+    RunSettings,
+    Secret,
+    Settings,
+    Tls,
+)
 from checker_core.settings.schema import (
     ENV_PREFIX,
     INT_MAX,
@@ -29,120 +39,10 @@ from checker_core.settings.schema import (
     SslMode,
 )
 
-if TYPE_CHECKING:
-    from checker_core.service.listen import ListenAddress
-
 CONFIG_ENV = "CHECKER_CONFIG"  # names the file itself; not a setting
-# the share of max_runtime_ms a pass gives its probes (runner.PROBE_SHARE; not imported, as the
-# runner imports every edge)
-_PROBE_SHARE = 0.6
 CLUSTER_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
-
-
-class Secret:
-    """A password: usable where needed, never printed."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
-
-@dataclass(frozen=True, slots=True)
-class Tls:
-    """An endpoint's TLS settings; hashable, so a process builds one SSLContext per value."""
-
-    mode: SslMode = SslMode.PREFERRED
-    ca: str | None = None
-    cert: str | None = None
-    key: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """Credentials and timeouts for one kind of MySQL-protocol peer (ProxySQL admin, backends)."""
-
-    user: str
-    password: Secret
-    tls: Tls
-    connect_timeout_ms: int
-    read_timeout_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class ProxySQLSettings:
-    host: str
-    port: int
-    endpoint: Endpoint
-    cluster: str = "auto"
-    cluster_address: ProxyAddress | None = None  # None: host:port
-
-    @property
-    def me(self) -> ProxyAddress:
-        """This proxy as its ProxySQL Cluster peers name it."""
-        return self.cluster_address or ProxyAddress(self.host, self.port)
-
-
-@dataclass(frozen=True, slots=True)
-class RunSettings:
-    interval_ms: int
-    max_runtime_ms: int
-    state_dir: Path
-    persist: bool
-    log_format: str
-    log_level: str
-    log_stream: str = "stderr"
-    metrics_listen: ListenAddress | None = None
-    watch_interval_ms: int = 40
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterSettings:
-    name: str
-    hostgroups: Hostgroups
-    max_writers: int
-    writer_is_also_reader: int
-    max_transactions_behind: int
-    retry_up: int
-    retry_down: int
-    fail_back: bool
-    kill_demoted_writer_connections: bool
-    drain_timeout_ms: int
-    main_segment: int | None
-    brownout: str
-    evict_dead_nodes: bool = False
-    # not a configuration key: the writer a switchover chose (kept in the state directory),
-    # preferred over weights and fail_back while it is healthy, until released
-    preferred_writer: NodeAddress | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    checker: Checker
-    source: Path
-    proxysql: ProxySQLSettings
-    monitor: Endpoint
-    run: RunSettings
-    clusters: tuple[ClusterSettings, ...]
-    warnings: tuple[str, ...] = field(default=())
-    # the account for actions on the nodes (eviction, GR switchover); None when not configured
-    node_admin: Endpoint | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -646,8 +546,6 @@ def _run(values: dict[str, object], problems: list[Problem]) -> RunSettings | No
             return None
     listen: ListenAddress | None = None
     if isinstance(values["metrics_listen"], str):
-        from checker_core.service.listen import ListenAddress  # the daemon's key only
-
         text = values["metrics_listen"]
         if any(c.isspace() for c in text):
             problems.append(
@@ -692,7 +590,7 @@ def _timing_warnings(monitor: Endpoint, proxysql: Endpoint, run: RunSettings) ->
     """Timeouts that cannot play out inside a pass: the pass is cut short first, and the
     operator reads "pass cut short" instead of the timeout they set."""
     found = []
-    probe_budget = run.max_runtime_ms * _PROBE_SHARE
+    probe_budget = run.probe_budget_ms
     if monitor.connect_timeout_ms > probe_budget:
         found.append(
             f"monitor.connect_timeout_ms ({monitor.connect_timeout_ms}) is above the probes' "

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from checker_core.core.model import NodeAddress
-from checker_core.service.listen import ListenAddress
+from checker_core.core.settings import ListenAddress
 from checker_core.settings.schema import KEYS
 from tests.integration.rig import Rig, parse_logs
 from tests.lab.process import LabError, free_port, wait_until

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
+from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
 from checker_core.edges.proxysql import AdminClient
 from checker_core.edges.proxysql_peers import read_checksum
-from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls
 from tests.lab.accounts import (
     MONITOR_PASSWORD,
     MONITOR_USER,

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from checker_core.core.model import Change, ChangeKind, Hostgroups, Plan, ServerRow, ServerStatus
+from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
 from checker_core.edges.proxysql import (
     AdminAccessDenied,
     AdminClient,
@@ -15,7 +16,6 @@ from checker_core.edges.proxysql import (
     plan_statements,
 )
 from checker_core.edges.proxysql_peers import read_checksum
-from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls
 from tests.integration.rig import as_configured
 from tests.lab.process import free_port
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from checker_core.core.model import NodeAddress
+from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
 from checker_core.edges import tls
 from checker_core.edges.proxysql import AdminClient, AdminUnreachable
-from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls
 from checker_core.settings.schema import SslMode
 from tests.integration.rig import HG, Rig, as_configured, seeded_rig
 from tests.lab.accounts import ADMIN_PASSWORD, ADMIN_USER, MONITOR_PASSWORD, MONITOR_USER

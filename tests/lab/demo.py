@@ -17,8 +17,8 @@ import threading
 import time
 
 from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
+from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
 from checker_core.edges.proxysql import AdminClient
-from checker_core.settings.config import Endpoint, ProxySQLSettings, Secret, Tls
 from tests.lab.checker_config import write_checker_config
 from tests.lab.galera import GaleraLab
 from tests.lab.paths import lab_dir

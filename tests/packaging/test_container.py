@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from checker_core.cli import COMMANDS
-from checker_core.service.listen import ListenAddress
+from checker_core.core.settings import ListenAddress
 from checker_core.settings.schema import KEYS
 from tests.integration.rig import Rig
 from tests.lab.process import LabError, free_port, wait_until

@@ -16,7 +16,7 @@ from checker_core.core.model import (
     sort_rows,
 )
 from checker_core.core.probes import ProbeResult
-from checker_core.settings.config import ClusterSettings
+from checker_core.core.settings import ClusterSettings
 from galera_checker.policy import GaleraFacts, GaleraPolicy
 
 HG = Hostgroups(

@@ -13,6 +13,7 @@ import pytest
 from checker_core.core.hysteresis import NodeMemory, settle, settles_at, span_needed
 from checker_core.core.model import NodeAddress, ServerStatus
 from checker_core.core.probes import ProbeFailure, ProbeResult
+from checker_core.core.settings import ClusterSettings
 from checker_core.core.verdict import State, Verdict
 from checker_core.edges import memory as memory_module
 from checker_core.edges.backend import PendingProbes
@@ -21,7 +22,6 @@ from checker_core.passes.result import Mode, Outcome
 from checker_core.passes.runner import PassRunner
 from checker_core.report import summary
 from checker_core.service.board import Board
-from checker_core.settings.config import ClusterSettings
 from checker_core.settings.schema import Checker
 from tests.unit.config_cases import galera_runner
 from tests.unit.galera_cases import HG, N1, N2, placed, probe_down, probe_ok, steady, templates

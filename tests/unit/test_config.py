@@ -10,7 +10,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from checker_core.settings.config import ConfigError, Secret, load
+from checker_core.core.settings import Secret
+from checker_core.settings.config import ConfigError, load
 from checker_core.settings.schema import KEYS, Checker
 from galera_checker.cli import build as build_galera
 from gr_checker.cli import build as build_gr

@@ -14,9 +14,10 @@ import pymysql
 import pytest
 
 from checker_core.core.probes import ProbeFailure
+from checker_core.core.settings import Tls
 from checker_core.edges import tls
 from checker_core.edges.backend import describe_error, failure_of
-from checker_core.settings.config import ConfigError, Tls, load
+from checker_core.settings.config import ConfigError, load
 from checker_core.settings.schema import Checker, SslMode
 from tests.lab.certs import CertSet, make_cert_set
 from tests.unit.config_cases import MAIN_CLUSTER, config_file
@@ -436,8 +437,8 @@ def test_every_connect_of_a_process_gets_the_same_context(
 ) -> None:
     """The probes of every pass and the daemon's reconnects, to any node: one context."""
     from checker_core.core.model import NodeAddress
+    from checker_core.core.settings import Endpoint, Secret
     from checker_core.edges.backend import Prober
-    from checker_core.settings.config import Endpoint, Secret
 
     server = FakeServer(offers_tls=True)
     monkeypatch.setattr(pymysql, "connect", server)
