@@ -148,8 +148,8 @@ def _proxysql_cluster_line(settings: Settings) -> str:
     here too (exit 2): credentials it refuses, a port that is not its admin, a native manager
     of the same hostgroups, an address its proxy does not list. An unreachable admin is
     reported, not an error here."""
-    from checker_core.core.leadership import NotAPeer
-    from checker_core.core.peers import PeerMemory, choose_actor
+    from checker_core.core.leadership import NotAPeer, PeerMemory
+    from checker_core.core.peers import choose_actor
     from checker_core.edges import native
     from checker_core.edges.proxysql import AdminAccessDenied, AdminClient, AdminError
     from checker_core.edges.proxysql_peers import list_peers, read_cluster_view

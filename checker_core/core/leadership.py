@@ -1,20 +1,17 @@
 """A checker's role among the checkers of a ProxySQL Cluster, as every pass reports it. Pure.
 
 Kept apart from peers.py (the rule that chooses the acting checker) so that a pass on a proxy
-without peers, the common case and every scheduler run, does not build the rule's records.
+without peers, the common case and every scheduler run, does not build the rule's records; what
+a checker remembers of its peers (PeerMemory) is here, as the role's memory.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from checker_core.core.model import NodeAddress
-
-if TYPE_CHECKING:
-    from checker_core.core.peers import PeerMemory
-
 
 # a proxy as proxysql_servers names it: host and port, the same record as a backend's address
 ProxyAddress = NodeAddress
@@ -34,6 +31,19 @@ class Role(enum.Enum):
     @property
     def acts(self) -> bool:
         return self is not Role.STANDBY
+
+
+@dataclass(frozen=True, slots=True)
+class PeerMemory:
+    """What a checker remembers of the peers between passes (state file)."""
+
+    alive_since: Mapping[ProxyAddress, float] = field(default_factory=dict)
+    acting: ProxyAddress | None = None
+    seen: bool = False  # False until the first pass: then Uptime_s is all there is to go on
+    minority: bool = False  # the last pass saw no majority of the peers alive (cut off?)
+    # alive_since of the peers last seen dead: a comeback with a later start is a restart
+    gone: Mapping[ProxyAddress, float] = field(default_factory=dict)
+    checked_at: float | None = None  # the local proxy's clock at the last pass
 
 
 @dataclass(frozen=True, slots=True)

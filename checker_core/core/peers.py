@@ -29,10 +29,9 @@ liveness window, a few seconds with ProxySQL's defaults.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from checker_core.core.leadership import Leadership, NotAPeer, ProxyAddress, Role
+from checker_core.core.leadership import Leadership, NotAPeer, PeerMemory, ProxyAddress, Role
 
 # How many status checks (the ones that refresh stats_proxysql_servers_metrics) may be missed
 # before a peer counts as dead, plus a second for updated_at's whole-second resolution.
@@ -103,19 +102,6 @@ class ProxyClusterView:
 
     def peer(self, address: ProxyAddress) -> PeerView | None:
         return next((p for p in self.peers if p.address == address), None)
-
-
-@dataclass(frozen=True, slots=True)
-class PeerMemory:
-    """What a checker remembers of the peers between passes (state file)."""
-
-    alive_since: Mapping[ProxyAddress, float] = field(default_factory=dict)
-    acting: ProxyAddress | None = None
-    seen: bool = False  # False until the first pass: then Uptime_s is all there is to go on
-    minority: bool = False  # the last pass saw no majority of the peers alive (cut off?)
-    # alive_since of the peers last seen dead: a comeback with a later start is a restart
-    gone: Mapping[ProxyAddress, float] = field(default_factory=dict)
-    checked_at: float | None = None  # the local proxy's clock at the last pass
 
 
 def is_alive(peer: PeerView, now: int, timing: ClusterTiming) -> bool:

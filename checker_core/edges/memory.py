@@ -20,7 +20,7 @@ from checker_core.core.model import NodeAddress
 from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:
-    from checker_core.core.peers import PeerMemory
+    from checker_core.core.leadership import PeerMemory
 
 
 class StateStore:
@@ -122,7 +122,7 @@ class StateStore:
 
     def load_peers(self, me: ProxyAddress) -> PeerMemory:
         """What this checker saw of its proxy's peers; nothing (first look) when unreadable."""
-        from checker_core.core.peers import PeerMemory  # only a proxy with peers needs it
+        from checker_core.core.leadership import PeerMemory  # only a proxy with peers needs it
 
         path = self.peers_path(me)
         try:

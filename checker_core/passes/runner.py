@@ -38,7 +38,7 @@ from checker_core.passes.progress import PassProgress
 from checker_core.passes.result import SAY_WHY_THEY_ENDED, Mode, Outcome, PassInputs, PassResult
 
 if TYPE_CHECKING:
-    from checker_core.core.peers import PeerMemory
+    from checker_core.core.leadership import PeerMemory
     from checker_core.core.whatif import Assumed
     from checker_core.passes.plugin import Advice, Advisor
 

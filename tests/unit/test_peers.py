@@ -9,10 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker_core.core.leadership import Leadership, NotAPeer, ProxyAddress, Role
+from checker_core.core.leadership import Leadership, NotAPeer, PeerMemory, ProxyAddress, Role
 from checker_core.core.peers import (
     ClusterTiming,
-    PeerMemory,
     PeerView,
     ProxyClusterView,
     choose_actor,

@@ -67,8 +67,7 @@ def test_the_counters_handed_out_are_the_callers_own(tmp_path: Path) -> None:
 
 
 def test_the_peers_file_is_kept_as_the_counters_are(tmp_path: Path) -> None:
-    from checker_core.core.leadership import ProxyAddress
-    from checker_core.core.peers import PeerMemory
+    from checker_core.core.leadership import PeerMemory, ProxyAddress
 
     me, other = ProxyAddress("127.0.0.1", 6032), ProxyAddress("127.0.0.2", 6032)
     memory = PeerMemory({me: 100.0, other: 90.0}, other, seen=True)
