@@ -10,5 +10,8 @@ echo "== ruff"
 "$PYTHON" -m ruff format --check .
 echo "== mypy --strict"
 "$PYTHON" -m mypy
+echo "== lint-imports (the layers in pyproject.toml)"
+"$PYTHON" -c 'import sys; from importlinter.cli import lint_imports_command as lint; sys.exit(lint())' \
+  --no-cache
 echo "== pytest"
 exec "$PYTHON" -m pytest "$@"
