@@ -11,6 +11,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from checker_core.core.errors import BadInput
 from checker_core.core.model import NodeAddress
 
 # a proxy as proxysql_servers names it: host and port, the same record as a backend's address
@@ -69,7 +70,7 @@ class Leadership:
         return self.role.acts
 
 
-class NotAPeer(ValueError):
+class NotAPeer(BadInput):
     """proxysql.cluster_address names no row of runtime_proxysql_servers."""
 
 

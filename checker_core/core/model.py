@@ -6,6 +6,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 
+from checker_core.core.errors import BadInput
 from checker_core.core.hostname import host_problem
 
 
@@ -29,7 +30,7 @@ class NodeAddress:
         return f"{self.host}:{self.port}"
 
 
-class BadRow(ValueError):
+class BadRow(BadInput):
     """A mysql_servers row the tool cannot read; the message names the row."""
 
 

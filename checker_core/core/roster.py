@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from checker_core.core.errors import BadInput
 from checker_core.core.model import (
     ClusterRows,
     Hostgroups,
@@ -19,7 +20,7 @@ from checker_core.core.model import (
 )
 
 
-class BadRows(ValueError):
+class BadRows(BadInput):
     """ProxySQL holds rows the tool will not act on; every line names a row (exit code 2)."""
 
     def __init__(self, problems: Sequence[str]) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from checker_core.core.decide import ClusterView, Decision, Policy, decide
+from checker_core.core.errors import BadInput
 from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import NodeAddress, ServerStatus
 from checker_core.core.probes import ProbeFailure, ProbeResult
@@ -33,7 +34,7 @@ class Assumed(enum.Enum):
         self.meaning = meaning
 
 
-class WhatIfRefused(ValueError):
+class WhatIfRefused(BadInput):
     """An assumption this checker or this configuration cannot express (bad input)."""
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from checker_core.core.model import BadRow
+from checker_core.core.errors import BadInput
 
 if TYPE_CHECKING:
     from checker_core.core.settings import ClusterSettings
@@ -120,5 +120,5 @@ def conflicts(admin: AdminClient, clusters: Iterable[ClusterSettings]) -> dict[s
     return found
 
 
-class NativeManager(BadRow):
+class NativeConflict(BadInput):
     """A cluster's hostgroups are managed by ProxySQL itself too (bad input: exit code 2)."""

@@ -16,7 +16,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from checker_core.core.decide import Decision, decide, view_of
-from checker_core.core.leadership import ALONE, Leadership, NotAPeer, ProxyAddress
+from checker_core.core.errors import BadInput
+from checker_core.core.leadership import ALONE, Leadership, ProxyAddress
 from checker_core.core.model import BadRow, ClusterRows, Hostgroups, NodeAddress, sort_rows
 from checker_core.core.probes import ProbeResult
 from checker_core.core.roster import BadRows
@@ -128,7 +129,7 @@ class PassRunner:
             self._native_until = self.monotonic() + PEERS_RECHECK_S
         refused = self._native.get(cluster.name)
         if refused is not None:
-            raise native.NativeManager(refused)
+            raise native.NativeConflict(refused)
 
     def _listed_peers(self, admin: AdminClient) -> tuple[ProxyAddress, ...]:
         """The proxy's ProxySQL Cluster peers: none with cluster = off, nor while the daemon
@@ -419,7 +420,7 @@ class PassRunner:
             left = budget_ms / 1000 - (self.monotonic() - progress.started)
             with deadline(max(0.001, left), budget_ms):
                 return self._pass(cluster, mode, progress)
-        except (AdminAccessDenied, BadRows, BadRow, NotAPeer) as exc:
+        except (BadInput, AdminAccessDenied) as exc:
             return self._finish(progress, Outcome.BAD_INPUT, f"bad input, nothing changed: {exc}")
         except ApplyFailed as exc:
             self._drop_admin()
