@@ -93,6 +93,8 @@ def make_group(checker: Checker, help_text: str, kind: Callable[[], CheckerKind]
 @click.pass_obj
 def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...]) -> None:
     """Validate the configuration; list every problem with its key (exit 2) or summarise it."""
+    from checker_core.report import summary
+
     settings = load_settings(inv.merged(config, overrides))
     # what only ProxySQL can tell is asked first: a refusal must not follow an "ok"
     cluster_line = _proxysql_cluster_line(settings)
@@ -121,8 +123,6 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
     click.echo(f"  ProxySQL Cluster: {cluster_line}")
     for warning in settings.warnings:
         click.echo(f"warning: {warning}", err=True)
-    from checker_core.report import summary
-
     for result in _run_passes(inv, settings, "status"):
         for advice in result.advice:
             if advice.warning:
