@@ -130,12 +130,8 @@ class RunSettings:
     watch_interval_ms: int = 40
 
     @property
-    def probe_budget_s(self) -> float:
-        """What a pass gives its probes of run.max_runtime_ms (the rest is ProxySQL's)."""
-        return self.max_runtime_ms / 1000 * PROBE_SHARE
-
-    @property
     def probe_budget_ms(self) -> float:
+        """What a pass gives its probes of run.max_runtime_ms (the rest is ProxySQL's)."""
         return self.max_runtime_ms * PROBE_SHARE
 
 

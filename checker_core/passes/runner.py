@@ -485,7 +485,7 @@ class PassRunner:
         if pinned is not None:
             cluster = replace(cluster, preferred_writer=pinned)
         hostgroups = cluster.hostgroups
-        probe_budget = self.settings.run.probe_budget_s
+        probe_budget = self.settings.run.probe_budget_ms / 1000
         probe_deadline = started + probe_budget
         memory, warning = self.store.load(cluster.name)
         if warning:
