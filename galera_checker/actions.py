@@ -16,24 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from checker_core.core.model import NodeAddress
 from checker_core.edges.backend import describe_error
-from checker_core.edges.node_admin import NoNodeAdmin, session
 from checker_core.passes.plugin import ActionsDone, AfterPass
-from galera_checker.eviction import (
-    Clearing,
-    Eviction,
-    clearings,
-    evict_list,
-    evictions,
-    identities,
-    in_primary,
-    member_to_evict,
-)
 from galera_checker.policy import facts_of
 
 if TYPE_CHECKING:
     import pymysql
 
     from checker_core.core.settings import Endpoint
+    from galera_checker.eviction import Clearing, Eviction
 
 Session = Callable[..., AbstractContextManager["pymysql.connections.Connection[Any]"]]
 
@@ -53,9 +43,9 @@ class GaleraActions:
     """Keeps, per cluster, the last gcomm uuid each node gave (a dead node gives none)."""
 
     def __init__(
-        self, connect: Session = session, monotonic: Callable[[], float] = time.monotonic
+        self, connect: Session | None = None, monotonic: Callable[[], float] = time.monotonic
     ) -> None:
-        self.connect = connect
+        self.connect = connect or _node_admin_session
         self.monotonic = monotonic
         self.known: dict[str, dict[NodeAddress, str]] = {}
         # when each refused node was last looked for in the survivors' view
@@ -70,6 +60,9 @@ class GaleraActions:
     def after_pass(self, after: AfterPass) -> ActionsDone:
         if not after.cluster.evict_dead_nodes:
             return ActionsDone()  # nothing learnt or asked: a pass without eviction pays nothing
+        # loaded by the first pass that may evict: the scheduler's usual pass imports neither
+        from galera_checker.eviction import clearings, evictions, identities
+
         # one deadline for all of it: every connect gets what is left, never the whole budget
         self._deadline = self.monotonic() + after.budget_s
         cluster = after.cluster.name
@@ -137,6 +130,8 @@ class GaleraActions:
     def _view(self, after: AfterPass, ours: set[str]) -> set[str]:
         """The view's member uuids as a survivor lists them, asked only while an entry of ours
         is listed somewhere; unknown (ours, so nothing is cleared) when it cannot be asked."""
+        from galera_checker.eviction import evict_list, in_primary
+
         listed = any(
             set(evict_list(f.get("wsrep_evs_evict_list"))) & ours
             for f in (facts_of(p) for p in after.probes.values())
@@ -153,6 +148,9 @@ class GaleraActions:
 
     def _evict(self, eviction: Eviction, account: Endpoint | None) -> tuple[str | None, str | None]:
         """(what to say, the uuid evicted); nothing to say when the node already left."""
+        from checker_core.edges.node_admin import NoNodeAdmin
+        from galera_checker.eviction import member_to_evict
+
         node, survivor = eviction.node, eviction.survivor
         untold: list[NodeAddress] = []
         try:
@@ -229,3 +227,12 @@ def _members(conn: pymysql.connections.Connection[Any]) -> dict[str, str]:
 def _rows(cur: Any) -> Iterator[tuple[object, object]]:
     for row in cur.fetchall():
         yield row[0], row[1]
+
+
+def _node_admin_session(
+    account: Endpoint | None, node: NodeAddress, **timeouts: float | None
+) -> AbstractContextManager[pymysql.connections.Connection[Any]]:
+    """edges.node_admin.session, loaded by the first pass that connects as [node_admin]."""
+    from checker_core.edges.node_admin import session
+
+    return session(account, node, **timeouts)

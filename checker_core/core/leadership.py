@@ -11,8 +11,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from checker_core.core.errors import BadInput
-from checker_core.core.model import NodeAddress
+from checker_core.core.model import BadInput, NodeAddress
 
 # a proxy as proxysql_servers names it: host and port, the same record as a backend's address
 ProxyAddress = NodeAddress

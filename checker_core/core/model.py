@@ -6,7 +6,6 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 
-from checker_core.core.errors import BadInput
 from checker_core.core.hostname import host_problem
 
 
@@ -28,6 +27,11 @@ class NodeAddress:
 
     def __str__(self) -> str:
         return f"{self.host}:{self.port}"
+
+
+class BadInput(ValueError):
+    """Input the tool will not act on: a row, an argument, a setting it cannot use. The message
+    names the row or the key; whoever catches it reports `bad input` and changes nothing."""
 
 
 class BadRow(BadInput):

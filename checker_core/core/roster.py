@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from checker_core.core.errors import BadInput
 from checker_core.core.model import (
+    BadInput,
     ClusterRows,
     Hostgroups,
     NodeAddress,

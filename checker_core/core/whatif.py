@@ -15,9 +15,8 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from checker_core.core.decide import ClusterView, Decision, Policy, decide
-from checker_core.core.errors import BadInput
 from checker_core.core.hysteresis import NodeMemory
-from checker_core.core.model import NodeAddress, ServerStatus
+from checker_core.core.model import BadInput, NodeAddress, ServerStatus
 from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.core.settings import ClusterSettings
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from checker_core.core.errors import BadInput
+from checker_core.core.model import BadInput
 
 if TYPE_CHECKING:
     from checker_core.core.settings import ClusterSettings

@@ -16,9 +16,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from checker_core.core.decide import Decision, decide, view_of
-from checker_core.core.errors import BadInput
 from checker_core.core.leadership import ALONE, Leadership, ProxyAddress
-from checker_core.core.model import BadRow, ClusterRows, Hostgroups, NodeAddress, sort_rows
+from checker_core.core.model import (
+    BadInput,
+    BadRow,
+    ClusterRows,
+    Hostgroups,
+    NodeAddress,
+    sort_rows,
+)
 from checker_core.core.probes import ProbeResult
 from checker_core.core.roster import BadRows
 from checker_core.core.settings import ClusterSettings, Settings
@@ -33,12 +39,18 @@ from checker_core.edges.proxysql import (
     ApplyResult,
     plan_statements,
 )
-from checker_core.fanout import run_each
 from checker_core.passes.plugin import AdviceInput, AfterPass, CheckerKind
-from checker_core.passes.progress import PassProgress
-from checker_core.passes.result import SAY_WHY_THEY_ENDED, Mode, Outcome, PassInputs, PassResult
+from checker_core.passes.result import (
+    SAY_WHY_THEY_ENDED,
+    Mode,
+    Outcome,
+    PassInputs,
+    PassProgress,
+    PassResult,
+)
 
 if TYPE_CHECKING:
+    from checker_core.core.hysteresis import NodeMemory
     from checker_core.core.leadership import PeerMemory
     from checker_core.core.whatif import Assumed
     from checker_core.passes.plugin import Advice, Advisor
@@ -190,6 +202,8 @@ class PassRunner:
         clusters = self.settings.clusters
         if len(clusters) == 1:
             return [self._isolated(clusters[0], mode)]
+        from checker_core.fanout import run_each  # several clusters only
+
         shared = self._shared_nodes()
         jobs: list[Callable[[], PassResult]] = []
         for cluster in clusters:
@@ -400,6 +414,16 @@ class PassRunner:
             if said:
                 progress.warn(said)
 
+    def _remember(
+        self, progress: PassProgress, cluster: str, memory: Mapping[NodeAddress, NodeMemory]
+    ) -> None:
+        """The counters saved, once a pass; a state dir that fails (full, unwritable) costs a
+        warning and a retry next pass, never the pass: what it did to ProxySQL stands."""
+        if progress.remembered:
+            return
+        progress.remembered = True
+        progress.state_failed(self.store.save(cluster, memory))
+
     def _owe_save(self, progress: PassProgress, cluster: str, owed: bool) -> None:
         progress.state_failed(self.store.owe_save(cluster, owed))
 
@@ -448,7 +472,7 @@ class PassRunner:
         assert progress.decision is not None
         persist = self.settings.run.persist
         saved = progress.applied is not None and progress.applied.saved
-        progress.remember(self.store, cluster.name, progress.decision.memory)
+        self._remember(progress, cluster.name, progress.decision.memory)
         after = ""
         if persist and not saved:
             after = "; SAVE MYSQL SERVERS TO DISK owed to the next pass"
@@ -592,7 +616,7 @@ class PassRunner:
             if held is not None:
                 # nothing goes live, and nothing is left for someone else's LOAD to make live
                 self._repair_staging(admin, rows, hostgroups, progress)
-                progress.remember(self.store, cluster.name, decision.unloaded_memory)
+                self._remember(progress, cluster.name, decision.unloaded_memory)
                 return self._finish(progress, *held)
             applied = admin.apply(
                 decision.plan,
@@ -602,7 +626,7 @@ class PassRunner:
                 on_load=progress.mark_loaded,
             )
         progress.applied = applied
-        progress.remember(self.store, cluster.name, decision.memory)
+        self._remember(progress, cluster.name, decision.memory)
         if persist and (applied.loaded or save_owed):
             # disk equal to runtime is part of converged: a failed SAVE is retried next pass
             self._owe_save(progress, cluster.name, not applied.saved)
