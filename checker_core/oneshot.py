@@ -103,8 +103,7 @@ def run_passes(
     from checker_core.passes.result import Mode
     from checker_core.passes.runner import PassRunner
 
-    runner = PassRunner(settings, kind)
-    runner.assumed = dict(assumed or {})
+    runner = PassRunner(settings, kind, assumed=assumed)
     try:
         return runner.run_all(Mode(mode_name))
     finally:

@@ -1,4 +1,5 @@
-"""Galera / PXC rules G1-G12: what a node's wsrep state means, and who writes. Pure.
+"""Galera / PXC rules G1-G9 (what a node's wsrep state means) and G10-G12 (who writes, with
+core.writers). Pure.
 
 The writer is chosen by weight among healthy nodes; read_only only vetoes writing, it never
 makes a reader (Galera nodes are all writable unless someone says otherwise).

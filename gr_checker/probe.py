@@ -1,5 +1,5 @@
-"""One round trip per Group Replication member: its view of the group, its own queues, and
-its read-only flags (MySQL 8.0, 8.4 and 9.x)."""
+"""One round trip per Group Replication member (rule R1): its view of the group, its own
+queues, and its read-only flags (MySQL 8.0, 8.4 and 9.x)."""
 
 from __future__ import annotations
 

@@ -73,6 +73,22 @@ class Decision:
     def blind(self) -> bool:
         return self.sight.sight is Sight.BLIND
 
+    def roster_edits_loaded(self, rows: ClusterRows) -> str | None:
+        """What a LOAD of this plan made live besides its changes: template rows someone
+        staged and had not loaded (ProxySQL loads mysql_servers whole)."""
+        hostgroups = self.plan.hostgroups.templates
+        live, staged = set(rows.live(hostgroups)), set(self.plan.templates)
+        if self.adopted or live == staged:
+            return None
+        added = sorted(staged - live, key=lambda r: r.key)
+        gone = sorted(live - staged, key=lambda r: r.key)
+        parts = [f"{r.node} in hostgroup {r.hostgroup_id} weight {r.weight}" for r in added]
+        parts += [f"{r.node} out of hostgroup {r.hostgroup_id}" for r in gone]
+        return (
+            "this LOAD also made live the roster edits staged in mysql_servers and not loaded "
+            f"before: {'; '.join(parts)}"
+        )
+
 
 QUEUE_SAMPLES = 10  # enough points for a drain rate, few enough to keep the state file small
 
@@ -140,6 +156,7 @@ def decide(
     probes only)."""
     roster, adopted, layout = view.roster, view.adopted, view.layout
     done = drained(layout, in_use, memory, cluster, now)
+    # the checker's own probes judge, whatever ProxySQL's monitor made of a node (G16)
     raw = policy.judge_all(probes, cluster, memory)
     sight = sight_of(probes, roster.addresses)
     if sight.sight is Sight.BLIND:

@@ -74,7 +74,8 @@ def assign(
     drained: frozenset[tuple[int, NodeAddress]],
     why_writers: str,
 ) -> Assignment:
-    """Complete an Assignment around the chosen writers.
+    """Complete an Assignment around the chosen writers: backup writers (G13), readers (G14,
+    R6) and the drains (G15).
 
     `drained`: (hostgroup, node) of rows draining whose connections are gone (or whose drain
     ran out of time); they leave that hostgroup now.

@@ -257,3 +257,26 @@ def live_intent(rows: ClusterRows, hostgroups: Hostgroups) -> tuple[ServerRow, .
     for row in layout.operator_rows:
         intent[row.key] = row
     return sort_rows(intent.values())
+
+
+def shared_nodes(
+    rows: Sequence[ServerRow], clusters: Sequence[tuple[str, Hostgroups]]
+) -> dict[str, str]:
+    """Clusters (name, hostgroups) whose rosters name the same node, each with why: their
+    checkers would fight over it. `rows`: the templates' rows, sorted by hostgroup, so a node
+    is named by its first template."""
+    owners: dict[NodeAddress, list[tuple[str, int]]] = {}
+    for name, hostgroups in clusters:
+        nodes: dict[NodeAddress, int] = {}
+        for row in rows:
+            if row.hostgroup_id in hostgroups.templates:
+                nodes.setdefault(row.node, row.hostgroup_id)
+        for node, hostgroup in nodes.items():
+            owners.setdefault(node, []).append((name, hostgroup))
+    problems: dict[str, str] = {}
+    for node, claims in sorted(owners.items()):
+        if len(claims) > 1:
+            where = " and ".join(f"cluster {name} (hostgroup {hg})" for name, hg in claims)
+            for name, _ in claims:
+                problems.setdefault(name, f"{node} is in the roster of {where}")
+    return problems

@@ -18,6 +18,7 @@ from checker_core.core.model import (
     COLUMNS,
     BadRow,
     ClusterRows,
+    Hostgroups,
     NodeAddress,
     Plan,
     ServerRow,
@@ -310,6 +311,17 @@ class AdminClient:
             failure = f"{done}, but SAVE MYSQL SERVERS TO DISK failed: {exc}"
             return ApplyResult(staged=staged, loaded=loaded, saved=False, save_error=failure)
         return ApplyResult(staged=staged, loaded=loaded, saved=True)
+
+    def repair_staging(self, rows: ClusterRows, hostgroups: Hostgroups) -> int:
+        """Staging rows of the managed hostgroups that differ from what is live, as `rows` were
+        read (a pass that died between its writes and its LOAD), put back to what is live,
+        without a LOAD. Returns the statements written (0: staging was as live)."""
+        from checker_core.core.roster import live_intent
+
+        intent = live_intent(rows, hostgroups)
+        if sort_rows(rows.staged(hostgroups.managed)) == intent:
+            return 0
+        return self.stage(hostgroups.managed, intent, writer=hostgroups.writer)
 
     def _restore_staging(self, plan: Plan) -> None:
         """Best effort: put what is live back into staging, as intent (never a status only

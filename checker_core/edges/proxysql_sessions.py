@@ -148,6 +148,17 @@ def restore_delay(admin: AdminClient, store: StateStore, cluster: str) -> str | 
     return f"{AUTO_INCREMENT_DELAY} put back to {lowered.value}{whose}"
 
 
+def put_back_leftover(admin: AdminClient, store: StateStore, cluster: str) -> str | None:
+    """A switchover that died midway left ProxySQL's auto-increment delay lowered: the acting
+    pass puts the operator's value back. Returns what the pass line warns of, if anything."""
+    if not leftover(store, cluster):
+        return None
+    try:
+        return restore_delay(admin, store, cluster)
+    except AdminError as exc:
+        return f"a switchover's lowered auto-increment delay not put back yet ({exc})"
+
+
 def leftover(store: StateStore, cluster: str) -> bool:
     """A lowered value recorded by a process that is gone: cheap enough for every pass."""
     lowered = _recorded(store, cluster)

@@ -217,6 +217,10 @@ class PassProgress:
     def warn(self, text: str) -> None:
         self.warnings = (*self.warnings, text)
 
+    def warn_if(self, text: str | None) -> None:
+        if text:
+            self.warn(text)
+
     def state_failed(self, failure: str | None) -> None:
         if failure:
             self.state_failures += 1

@@ -17,8 +17,10 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from checker_core.core.model import BadRow
 from checker_core.core.settings import ClusterSettings, ListenAddress, Settings
 from checker_core.edges import tls
+from checker_core.edges.proxysql import AdminError
 from checker_core.passes.plugin import CheckerKind
 from checker_core.passes.result import Mode, PassResult
 from checker_core.passes.runner import PassRunner
@@ -175,7 +177,7 @@ class _Daemon:
         return [
             ClusterLoop(
                 self,
-                runner.runner_for(c),
+                runner.several().runner_for(c),
                 c.name,
                 functools.partial(_one_pass, runner, c),
                 phase_s=i * spread_s,
@@ -310,7 +312,7 @@ class _Daemon:
 
     def _warm_up(self) -> None:
         started = time.monotonic()
-        answered = sum(loop.runner.warm_up() for loop in self.loops)
+        answered = sum(warm_up(loop.runner) for loop in self.loops)
         self.log.debug(
             "daemon",
             summary=f"connected ahead of the first pass: {answered} node(s) answered "
@@ -366,4 +368,23 @@ class _Daemon:
 
 
 def _one_pass(runner: PassRunner, cluster: ClusterSettings) -> list[PassResult]:
-    return [runner.run_one(cluster, Mode.APPLY)]
+    return [runner.several().run_one(cluster, Mode.APPLY)]
+
+
+def warm_up(runner: PassRunner) -> int:
+    """Open a runner's connections (ProxySQL, every node in its clusters' hostgroups) outside
+    any pass deadline, so the first pass after a start or reload is not blind for want of
+    connects, which cost far more than a steady pass. Returns how many nodes answered; a
+    failure here is left for the first pass to report."""
+    settings = runner.settings
+    hostgroups = {h for c in settings.clusters for h in c.hostgroups.all}
+    try:
+        rows = runner.admin().read_rows(hostgroups).runtime
+    except (AdminError, BadRow):
+        runner.drop_admin()
+        return 0
+    nodes = sorted({r.node for r in rows})
+    monitor = settings.monitor
+    budget = (monitor.connect_timeout_ms + monitor.read_timeout_ms) / 1000
+    probes = runner.prober.probe_all(nodes, runner.monotonic() + budget)
+    return sum(1 for p in probes.values() if p.answered)

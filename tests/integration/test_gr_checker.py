@@ -277,6 +277,7 @@ def test_daemon_follows_failover_reloads_and_stops(
     assert code == 0
 
 
+# R1
 def test_monitor_account_reads_the_group_tables(gr: Any, members: list[NodeAddress]) -> None:
     """The probe's one round trip works with the least privileges the README asks for."""
     from gr_checker.probe import probe

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from checker_core.core.settings import Settings
 from checker_core.passes.plugin import CheckerKind
 from checker_core.passes.runner import PassRunner
 from checker_core.settings.config import load
@@ -48,8 +50,25 @@ def config_file(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def galera_runner(tmp_path: Path, persistent: bool = False, proxysql: str = "") -> PassRunner:
-    """A Galera checker's runner on CONFIG, with `proxysql` lines added to its [proxysql]."""
+def galera_settings(tmp_path: Path, proxysql: str = "") -> Settings:
+    """CONFIG's settings for a Galera checker, with `proxysql` lines added to its [proxysql]."""
     text = CONFIG.replace("[proxysql]\n", f"[proxysql]\n{proxysql}\n", 1)
-    settings = load(config_file(tmp_path, text), Checker.GALERA, env={})
-    return PassRunner(settings, CheckerKind(Checker.GALERA, GaleraPolicy(), repr), persistent)
+    return load(config_file(tmp_path, text), Checker.GALERA, env={})
+
+
+def galera_kind() -> CheckerKind:
+    return CheckerKind(Checker.GALERA, GaleraPolicy(), repr)
+
+
+def galera_runner(
+    tmp_path: Path,
+    persistent: bool = False,
+    proxysql: str = "",
+    *,
+    settings: Settings | None = None,
+    **port_args: Any,
+) -> PassRunner:
+    """A Galera checker's runner on CONFIG (or on `settings`), with `proxysql` lines added to
+    its [proxysql]; `port_args`: its ports (tests.unit.fakes.ports)."""
+    settings = settings or galera_settings(tmp_path, proxysql)
+    return PassRunner(settings, galera_kind(), persistent, **port_args)

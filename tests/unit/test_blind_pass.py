@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pymysql
 import pytest
@@ -18,10 +18,12 @@ from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, ServerS
 from checker_core.core.probes import ProbeFailure, ProbeResult, Sight, sight_of
 from checker_core.core.verdict import State
 from checker_core.edges.backend import failure_of
+from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.result import Mode, Outcome
 from checker_core.passes.runner import PassRunner
 from checker_core.report import render, summary
 from tests.unit.config_cases import galera_runner
+from tests.unit.fakes import ports
 from tests.unit.galera_cases import (
     HG,
     N1,
@@ -197,10 +199,9 @@ class FakeProber:
 
 
 def blind_runner(tmp_path: Path) -> tuple[PassRunner, FakeAdmin]:
-    runner = galera_runner(tmp_path)
     admin = FakeAdmin(rows_of(steady(N1)))
-    runner._admin = admin  # type: ignore[assignment]
-    runner.prober = FakeProber({n: silent(n) for n in NODES})  # type: ignore[assignment]
+    prober = FakeProber({n: silent(n) for n in NODES})
+    runner = galera_runner(tmp_path, **ports(cast(AdminClient, admin), prober))
     return runner, admin
 
 

@@ -23,10 +23,10 @@ from checker_core.passes.runner import PassRunner
 from checker_core.report import summary
 from checker_core.service.board import Board
 from checker_core.settings.schema import Checker
-from tests.unit.config_cases import galera_runner
+from tests.unit.config_cases import galera_runner, galera_settings
+from tests.unit.fakes import HealthyProber, MemoryAdmin, ports
 from tests.unit.galera_cases import HG, N1, N2, placed, probe_down, probe_ok, steady, templates
 from tests.unit.test_failure_paths import DESYNCED, HeldAdmin
-from tests.unit.test_intent import HealthyProber, MemoryAdmin
 
 BAD = Verdict(N1, State.DOWN, "unreachable: refused")
 GOOD = Verdict(N1, State.HEALTHY, "Synced")
@@ -51,12 +51,24 @@ class DownProber(HealthyProber):
         return pending
 
 
-def runner_at(tmp_path: Path, interval_ms: int, now: list[float]) -> PassRunner:
-    runner = galera_runner(tmp_path)
-    settings = runner.settings
-    runner.settings = replace(settings, run=replace(settings.run, interval_ms=interval_ms))
-    runner.clock = lambda: now[0]
-    return runner
+class Relay(HealthyProber):
+    """The runner's prober, passing its probes to `to`: the one a test puts there between
+    passes (a runner keeps the prober it was built with)."""
+
+    def __init__(self, first: DownProber) -> None:
+        self.first = first
+        self.to: HealthyProber = first
+
+    def start(self, nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
+        return self.to.start(nodes, deadline)
+
+
+def runner_at(
+    tmp_path: Path, interval_ms: int, now: list[float], admin: MemoryAdmin, prober: HealthyProber
+) -> PassRunner:
+    settings = galera_settings(tmp_path)
+    settings = replace(settings, run=replace(settings.run, interval_ms=interval_ms))
+    return galera_runner(tmp_path, settings=settings, **ports(admin, prober, clock=lambda: now[0]))
 
 
 def writers(admin: MemoryAdmin) -> set[NodeAddress]:
@@ -71,13 +83,13 @@ def writers(admin: MemoryAdmin) -> set[NodeAddress]:
 
 
 def writer_down(
-    tmp_path: Path, now: list[float]
+    tmp_path: Path, now: list[float], relay: Relay | None = None
 ) -> tuple[PassRunner, MemoryAdmin, DownProber, ClusterSettings]:
-    """A runner at interval_ms 2000, retry_down 3, whose writer N1 refuses from now on."""
-    runner = runner_at(tmp_path, 2000, now)
+    """A runner at interval_ms 2000, retry_down 3, whose writer N1 refuses from now on; with
+    `relay`, its probes go through it (to its DownProber, until the test changes `relay.to`)."""
     admin = MemoryAdmin([*templates(), *steady(N1)])
-    prober = DownProber()
-    runner._admin, runner.prober = admin, prober  # type: ignore[assignment]
+    prober = DownProber() if relay is None else relay.first
+    runner = runner_at(tmp_path, 2000, now, admin, relay or prober)
     prober.down.add(N1)
     return runner, admin, prober, replace(runner.settings.clusters[0], retry_down=3)
 
@@ -170,10 +182,8 @@ def test_when_one_more_probe_can_move_a_held_node(
 
 def test_the_pass_says_when_its_held_writer_can_be_moved(tmp_path: Path) -> None:
     now = [100.0]
-    runner = runner_at(tmp_path, 2000, now)
-    runner._admin = MemoryAdmin([*templates(), *steady(N1)])
     prober = DownProber()
-    runner.prober = prober  # type: ignore[assignment]
+    runner = runner_at(tmp_path, 2000, now, MemoryAdmin([*templates(), *steady(N1)]), prober)
     cluster = replace(runner.settings.clusters[0], retry_down=2)
     prober.down.add(N1)
     first = runner.run(cluster, Mode.APPLY)
@@ -194,10 +204,9 @@ def test_a_drain_ends_after_drain_timeout_ms_when_the_wall_clock_steps_back(
     nodes taking writes) for an hour."""
     wall = [time.time()]
     monkeypatch.setattr(time, "time", lambda: wall[0])
-    runner = galera_runner(tmp_path)
     admin = HeldAdmin([*templates(), *steady(N1)])
     prober = DownProber()
-    runner._admin, runner.prober = admin, prober  # type: ignore[assignment]
+    runner = galera_runner(tmp_path, **ports(admin, prober))
     cluster = replace(runner.settings.clusters[0], drain_timeout_ms=50)
     prober.facts[N1] = DESYNCED
     runner.run(cluster, Mode.APPLY)
@@ -209,9 +218,9 @@ def test_a_drain_ends_after_drain_timeout_ms_when_the_wall_clock_steps_back(
 
 
 def test_health_ages_are_monotonic(tmp_path: Path) -> None:
-    runner = galera_runner(tmp_path)
-    runner._admin = MemoryAdmin([*templates(), *steady(N1)])
-    runner.prober = HealthyProber()  # type: ignore[assignment]
+    runner = galera_runner(
+        tmp_path, **ports(MemoryAdmin([*templates(), *steady(N1)]), HealthyProber())
+    )
     ticks, wall = [500.0], [1_800_000_000.0]
     board = Board(runner.settings, clock=lambda: ticks[0], wall=lambda: wall[0])
     board.record([runner.run(runner.settings.clusters[0], Mode.APPLY)])
@@ -261,11 +270,12 @@ def test_a_silent_node_a_pass_did_not_count_is_not_asked_again_at_once(tmp_path:
     """Most nodes silent: their counters stand still, and a recheck time already past would
     start pass after pass."""
     now = [100.0]
-    runner, admin, prober, three = writer_down(tmp_path, now)
+    relay = Relay(DownProber())
+    runner, admin, prober, three = writer_down(tmp_path, now, relay)
     cluster = replace(three, retry_down=2)
     runner.run(cluster, Mode.APPLY)  # N1's first bad probe: one more, a second later, moves it
     prober.down.clear()
-    runner.prober = SilentProber({N1, N2})  # type: ignore[assignment]
+    relay.to = SilentProber({N1, N2})
     now[0] = 110.0
     quiet = runner.run(cluster, Mode.APPLY)
     assert quiet.decision is not None

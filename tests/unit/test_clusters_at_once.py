@@ -6,21 +6,22 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
-from checker_core.edges.backend import PendingProbes
-from checker_core.edges.proxysql import LOAD_SERVERS
+from checker_core.core.settings import Settings
+from checker_core.edges.backend import PendingProbes, Prober
+from checker_core.edges.proxysql import LOAD_SERVERS, AdminClient
 from checker_core.passes.result import Mode, Outcome, PassResult
 from checker_core.passes.runner import PassRunner
 from tests.lab.process import wait_until
-from tests.unit.config_cases import galera_runner
+from tests.unit.config_cases import galera_kind, galera_settings
+from tests.unit.fakes import HealthyProber, MemoryAdmin
 from tests.unit.galera_cases import HG, N1, N2, NODES, probe_down, probe_ok, steady, templates
-from tests.unit.test_intent import HealthyProber, MemoryAdmin
 
 RELEASE_TIMEOUT_S = 30.0
 
@@ -63,17 +64,37 @@ class SlowAdmin(MemoryAdmin):
             time.sleep(0.01)
 
 
-def two_clusters(tmp_path: Path, max_runtime_ms: int = 60000) -> PassRunner:
-    runner = galera_runner(tmp_path)
-    main = runner.settings.clusters[0]
+def two_clusters(
+    tmp_path: Path,
+    max_runtime_ms: int = 60000,
+    *,
+    admins: Mapping[str, AdminClient] | None = None,
+    probers: Mapping[str, HealthyProber] | None = None,
+    overlap: AdminClient | None = None,
+) -> PassRunner:
+    """A runner of clusters "main" and "other": each cluster's runner connects to its admin in
+    `admins` and probes with its prober in `probers` (healthy when not named); the runner of
+    both connects to `overlap` for its roster-overlap check (by default an admin with no roster
+    to compare)."""
+    one = galera_settings(tmp_path)
+    main = one.clusters[0]
     settings = replace(
-        runner.settings,
+        one,
         clusters=(main, replace(main, name="other")),
-        run=replace(runner.settings.run, max_runtime_ms=max_runtime_ms),
+        run=replace(one.run, max_runtime_ms=max_runtime_ms),
     )
-    runner = PassRunner(settings, runner.kind)
-    runner._admin = MemoryAdmin([])  # the roster-overlap check finds no roster to compare
-    return runner
+    overlap = overlap or MemoryAdmin([])
+
+    def connect_admin(given: Settings) -> AdminClient:
+        if len(given.clusters) > 1:
+            return overlap
+        return (admins or {})[given.clusters[0].name]
+
+    def new_prober(given: Settings) -> Prober:
+        named = (probers or {}).get(given.clusters[0].name) if len(given.clusters) == 1 else None
+        return cast(Prober, named or HealthyProber())
+
+    return PassRunner(settings, galera_kind(), connect_admin=connect_admin, new_prober=new_prober)
 
 
 def run_in_background(runner: PassRunner) -> tuple[threading.Thread, list[list[PassResult]]]:
@@ -86,15 +107,13 @@ def run_in_background(runner: PassRunner) -> tuple[threading.Thread, list[list[P
 def test_a_cluster_whose_nodes_hang_does_not_hold_up_another_clusters_failover(
     tmp_path: Path,
 ) -> None:
-    runner = two_clusters(tmp_path)
-    hung, failing = runner.settings.clusters
     release = threading.Event()
-    first, second = runner.runner_for(hung), runner.runner_for(failing)
-    first._admin = MemoryAdmin([*templates(), *steady(N1)])
-    first.prober = HangingProber(release)  # type: ignore[assignment]
     failing_admin = MemoryAdmin([*templates(), *steady(N1)])
-    second._admin = failing_admin
-    second.prober = WriterDownProber()  # type: ignore[assignment]
+    runner = two_clusters(
+        tmp_path,
+        admins={"main": MemoryAdmin([*templates(), *steady(N1)]), "other": failing_admin},
+        probers={"main": HangingProber(release), "other": WriterDownProber()},
+    )
 
     thread, results = run_in_background(runner)
     try:
@@ -113,12 +132,14 @@ def test_a_cluster_whose_nodes_hang_does_not_hold_up_another_clusters_failover(
 
 
 def test_a_pass_on_a_thread_of_its_own_is_cut_short_at_its_deadline(tmp_path: Path) -> None:
-    runner = two_clusters(tmp_path, max_runtime_ms=300)
-    slow, fine = runner.settings.clusters
-    runner.runner_for(slow)._admin = SlowAdmin([*templates(), *steady(N1)])
-    runner.runner_for(slow).prober = HealthyProber()  # type: ignore[assignment]
-    runner.runner_for(fine)._admin = MemoryAdmin([*templates(), *steady(N1)])
-    runner.runner_for(fine).prober = HealthyProber()  # type: ignore[assignment]
+    slow = SlowAdmin([*templates(), *steady(N1)])
+    fine = MemoryAdmin([*templates(), *steady(N1)])
+    runner = two_clusters(
+        tmp_path,
+        max_runtime_ms=300,
+        admins={"main": slow, "other": fine},
+        probers={"main": HealthyProber(), "other": HealthyProber()},
+    )
 
     thread, results = run_in_background(runner)
     thread.join(RELEASE_TIMEOUT_S)
@@ -139,11 +160,10 @@ class BrokenAdmin(MemoryAdmin):
 def test_a_failure_in_the_daemons_roster_overlap_check_is_that_clusters_failed_pass(
     tmp_path: Path,
 ) -> None:
-    runner = two_clusters(tmp_path)
-    runner._admin = BrokenAdmin([])
+    runner = two_clusters(tmp_path, overlap=BrokenAdmin([]))
     first = runner.settings.clusters[0]
 
-    result = runner.run_one(first, Mode.APPLY)
+    result = runner.several().run_one(first, Mode.APPLY)
 
     assert result.outcome is Outcome.FAILED
     assert "a bug in reading the rosters" in result.message

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import cast
 
 import click
 import pytest
 from click.testing import CliRunner
 
+from checker_core.core.model import NodeAddress
 from checker_core.core.settings import Secret
+from checker_core.edges.backend import PendingProbes
 from checker_core.settings.config import ConfigError, load
 from checker_core.settings.schema import KEYS, Checker
 from galera_checker.cli import build as build_galera
 from gr_checker.cli import build as build_gr
 from tests.unit.config_cases import CONFIG, config_file
+from tests.unit.fakes import HealthyProber, ports
 
 # the shared config, its admin password read from a file
 GOOD = CONFIG.replace('password = "admin-pw"', 'password_file = "{secret}"', 1)
@@ -403,9 +407,14 @@ class SlowAdmin:
         pass
 
 
-def test_pass_with_no_time_left_to_probe_changes_nothing(
-    write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch
-) -> None:
+class UnaskedProber(HealthyProber):
+    """A prober no pass may ask: it fails the test if it is."""
+
+    def start(self, nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
+        pytest.fail("probed")
+
+
+def test_pass_with_no_time_left_to_probe_changes_nothing(write_config: WriteConfig) -> None:
     from checker_core.edges.proxysql import AdminClient
     from checker_core.passes.result import Mode, Outcome
     from checker_core.passes.runner import PassRunner
@@ -416,10 +425,11 @@ def test_pass_with_no_time_left_to_probe_changes_nothing(
     clock = [100.0]
     # reading ProxySQL eats 0.5 s of the 1 s pass: 0.1 s of the 0.6 s probe share is left
     admin = SlowAdmin(clock, 0.5)
-    monkeypatch.setattr(AdminClient, "connect", lambda *args: admin)
-    runner = PassRunner(settings, kind())
-    runner.monotonic = lambda: clock[0]
-    monkeypatch.setattr(runner.prober, "probe_all", lambda *args: pytest.fail("probed"))
+    runner = PassRunner(
+        settings,
+        kind(),
+        **ports(cast(AdminClient, admin), UnaskedProber(), monotonic=lambda: clock[0]),
+    )
     try:
         (result,) = runner.run_all(Mode.APPLY)
     finally:

@@ -15,6 +15,7 @@ from checker_core.passes.result import Mode, Outcome
 from checker_core.report import summary
 from tests.unit import test_gr_policy as gr
 from tests.unit.config_cases import galera_runner
+from tests.unit.fakes import HealthyProber, MemoryAdmin, ports
 from tests.unit.galera_cases import (
     HG,
     N1,
@@ -29,7 +30,6 @@ from tests.unit.galera_cases import (
     steady,
     templates,
 )
-from tests.unit.test_intent import HealthyProber, MemoryAdmin
 
 DESYNCED = {"wsrep_local_state": "2", "wsrep_desync": "ON"}
 SOFT = ServerStatus.OFFLINE_SOFT
@@ -64,13 +64,11 @@ class HeldAdmin(MemoryAdmin):
 def test_a_paused_pass_starts_no_drain_clock(tmp_path: Path) -> None:
     """Paused for longer than drain_timeout_ms while the writer is desynced: once resumed, the
     writer drains for the whole drain_timeout_ms, not for what the pause left of it."""
-    runner = galera_runner(tmp_path)
     admin = HeldAdmin([*templates(), *steady(N1)])
     prober = ScriptedProber()
-    runner._admin, runner.prober = admin, prober  # type: ignore[assignment]
-    cluster = runner.settings.clusters[0]
     now = [1000.0]
-    runner.clock = lambda: now[0]
+    runner = galera_runner(tmp_path, **ports(admin, prober, clock=lambda: now[0]))
+    cluster = runner.settings.clusters[0]
     runner.store.pause(None, "maintenance")
     prober.facts[N1] = DESYNCED
     assert runner.run(cluster, Mode.APPLY).outcome is Outcome.PAUSED
@@ -160,11 +158,10 @@ def test_a_member_only_the_checker_cannot_reach_waits_for_retry_down() -> None:
 
 
 def test_a_state_dir_that_refuses_the_file_after_a_load_costs_a_warning(tmp_path: Path) -> None:
-    runner = galera_runner(tmp_path)
     admin = MemoryAdmin([*templates(), *steady(N1)])
     prober = ScriptedProber()
-    runner._admin, runner.prober = admin, prober  # type: ignore[assignment]
-    runner.persistent = True  # a daemon: the counters it could not write stay with it
+    # a daemon (persistent): the counters it could not write stay with it
+    runner = galera_runner(tmp_path, persistent=True, **ports(admin, prober))
     cluster = runner.settings.clusters[0]
     runner.store.ensure_dir()
     runner.store.state_path(cluster.name).mkdir()  # a directory where the file should be
@@ -253,10 +250,9 @@ def test_pause_restart_the_writer_resume_keeps_the_healthy_writer(tmp_path: Path
     after the resume must not demote it for counters of a plan that never went live."""
     from dataclasses import replace
 
-    runner = galera_runner(tmp_path)
     admin = MemoryAdmin([*templates(), *steady(N1)])
     prober = ScriptedProber()
-    runner._admin, runner.prober = admin, prober  # type: ignore[assignment]
+    runner = galera_runner(tmp_path, **ports(admin, prober))
     cluster = replace(runner.settings.clusters[0], retry_up=3, retry_down=0)
     assert runner.run(cluster, Mode.APPLY).outcome is Outcome.UNCHANGED
     runner.store.pause(cluster.name, "maintenance")
@@ -276,10 +272,9 @@ def test_a_paused_pass_says_whom_proxysql_routes_to_and_names_the_plan_as_planne
 ) -> None:
     from checker_core.report import status_record
 
-    runner = galera_runner(tmp_path)
     admin = MemoryAdmin([*templates(), *steady(N1)])
     prober = ScriptedProber()
-    runner._admin, runner.prober = admin, prober  # type: ignore[assignment]
+    runner = galera_runner(tmp_path, **ports(admin, prober))
     cluster = runner.settings.clusters[0]
     runner.store.pause(cluster.name, "maintenance")
     prober.facts[N1] = {"wsrep_reject_queries": "ALL"}
@@ -311,9 +306,15 @@ def test_no_path_swallows_the_pass_deadline(tmp_path: Path) -> None:
             return ActionsDone(("evicted someone",))
 
     kind = CheckerKind(base.kind.checker, GaleraPolicy(), repr, actions=Slow())
-    runner = PassRunner(base.settings, kind)
-    runner._admin, runner.prober = MemoryAdmin([*templates(), *steady(N1)]), ScriptedProber()  # type: ignore[assignment]
-    runner.monotonic = lambda: time.monotonic() + late[0]
+    runner = PassRunner(
+        base.settings,
+        kind,
+        **ports(
+            MemoryAdmin([*templates(), *steady(N1)]),
+            ScriptedProber(),
+            monotonic=lambda: time.monotonic() + late[0],
+        ),
+    )
     result = runner.run(runner.settings.clusters[0], Mode.APPLY)
     assert result.outcome is Outcome.UNCHANGED
     limit = runner.settings.run.max_runtime_ms
@@ -327,10 +328,9 @@ def test_a_paused_pass_puts_back_staging_a_failed_pass_left_half_written(tmp_pat
     """A pass that died between writing mysql_servers and its LOAD leaves its plan staged. The
     next pass repairs it whatever its outcome: paused, it writes staging back to what is live
     (no LOAD), so an operator's unrelated LOAD cannot make the stale plan live."""
-    runner = galera_runner(tmp_path)
     live = [*templates(), *steady(N1)]
     admin = MemoryAdmin(live)
-    runner._admin, runner.prober = admin, ScriptedProber()  # type: ignore[assignment]
+    runner = galera_runner(tmp_path, **ports(admin, ScriptedProber()))
     cluster = runner.settings.clusters[0]
     half = placed(N2, HG.writer)  # a promotion staged, never loaded
     admin.staging[half.key] = half

@@ -1,4 +1,4 @@
-"""Galera rules G1-G16, one case per rule, on MariaDB's and PXC's answers alike."""
+"""Galera rules G1-G16, each case named by its rule, on MariaDB's and PXC's answers alike."""
 
 from __future__ import annotations
 
@@ -32,17 +32,17 @@ from tests.unit.galera_cases import (
 @pytest.mark.parametrize(
     ("facts", "state", "reason", "hard"),
     [
-        ({}, State.HEALTHY, "synced", False),
-        (
+        ({}, State.HEALTHY, "synced", False),  # G9
+        (  # G2
             {"wsrep_cluster_status": "non-Primary"},
             State.DOWN,
             "wsrep_cluster_status=non-Primary",
             True,
         ),
-        ({"wsrep_ready": "OFF"}, State.DOWN, "wsrep_ready=OFF", True),
-        ({"wsrep_connected": "OFF"}, State.DOWN, "wsrep_connected=OFF", True),
-        ({"wsrep_reject_queries": "ALL"}, State.OFFLINE, "wsrep_reject_queries=ALL", True),
-        (
+        ({"wsrep_ready": "OFF"}, State.DOWN, "wsrep_ready=OFF", True),  # G2
+        ({"wsrep_connected": "OFF"}, State.DOWN, "wsrep_connected=OFF", True),  # G2
+        ({"wsrep_reject_queries": "ALL"}, State.OFFLINE, "wsrep_reject_queries=ALL", True),  # G4
+        (  # G5
             {
                 "wsrep_local_state": "2",
                 "wsrep_local_state_comment": "Donor/Desynced",
@@ -52,31 +52,31 @@ from tests.unit.galera_cases import (
             "desynced (wsrep_desync=ON, Donor/Desynced)",
             True,
         ),
-        (
+        (  # G5
             {"wsrep_local_state": "2", "wsrep_sst_donor_rejects_queries": "ON"},
             State.OFFLINE,
             "donor rejecting queries (wsrep_sst_donor_rejects_queries=ON)",
             True,
         ),
-        (
+        (  # G5
             {"wsrep_local_state": "2", "wsrep_local_state_comment": "Donor/Desynced"},
             State.LAST_RESORT,
             "donor (Donor/Desynced): last resort only",
             False,
         ),
-        (
+        (  # G6
             {"wsrep_local_state": "1", "wsrep_local_state_comment": "Joining"},
             State.OFFLINE,
             "wsrep_local_state=1 (Joining)",
             False,
         ),
-        (
+        (  # G6
             {"wsrep_local_state": "3", "wsrep_local_state_comment": "Joined"},
             State.OFFLINE,
             "wsrep_local_state=3 (Joined)",
             False,
         ),
-        ({"read_only": "ON"}, State.HEALTHY, "read_only=ON: may read, may not write", False),
+        ({"read_only": "ON"}, State.HEALTHY, "read_only=ON: may read, may not write", False),  # G8
     ],
 )
 def test_verdict_rules(
@@ -86,6 +86,7 @@ def test_verdict_rules(
     assert (verdict.state, verdict.reason, verdict.hard) == (state, reason, hard)
 
 
+# G1: down after retry_down, whatever the failure
 @pytest.mark.parametrize(
     "failure",
     [
@@ -104,6 +105,7 @@ def test_unreachable_is_down_after_retry_down_whatever_the_failure(
     assert verdict.reason == "unreachable: Can't connect (error 2003)"
 
 
+# G3, G8
 def test_pxc_maintenance_and_super_read_only() -> None:
     maint = judge(N1, GaleraFacts({**PXC_HEALTHY, "pxc_maint_mode": "MAINTENANCE"}), None, 0, False)
     assert (maint.state, maint.hard, maint.drain) == (State.MAINTENANCE, True, True)
@@ -111,6 +113,7 @@ def test_pxc_maintenance_and_super_read_only() -> None:
     assert (sro.state, sro.writable) == (State.HEALTHY, False)
 
 
+# G7
 def test_lagging_until_under_half() -> None:
     def state(queue: int, was: bool) -> State:
         facts = GaleraFacts({**MARIADB_HEALTHY, "wsrep_local_recv_queue": str(queue)})
@@ -132,6 +135,7 @@ def test_segment_is_read_from_provider_options() -> None:
 # ----------------------------------------------------------------- roles
 
 
+# G14
 @pytest.mark.parametrize(
     ("mode", "readers"),
     [(0, {N2, N3}), (1, {N1, N2, N3}), (2, {N2, N3})],
@@ -189,6 +193,7 @@ def test_first_pass_from_empty_hostgroups_picks_the_heaviest() -> None:
     assert {c.kind for c in decision.plan.changes} == {ChangeKind.ADD}
 
 
+# G10, G16: the next heaviest writes in the same pass, on the checker's own probe
 def test_writer_down_promotes_next_weight_at_once() -> None:
     decision = run(steady(), {N1: probe_down(N1)})
     assert hostgroup_members(decision, HG.writer) == {N2}
@@ -198,6 +203,7 @@ def test_writer_down_promotes_next_weight_at_once() -> None:
     assert not any(r.node == N1 and r.hostgroup_id == HG.writer for r in decision.plan.desired)
 
 
+# G16: on its own probes, whatever ProxySQL's monitor did
 def test_shunned_writer_that_is_down_is_removed() -> None:
     live = [placed(N1, HG.writer, ServerStatus.SHUNNED), *steady()[1:]]
     decision = run(live, {N1: probe_down(N1)})
@@ -209,6 +215,7 @@ def test_shunned_by_proxysql_but_healthy_is_no_change() -> None:
     assert run(live).plan.changes == ()
 
 
+# G8, G15
 def test_read_only_writer_is_drained_and_stays_reader() -> None:
     decision = run(steady(), {N1: probe_ok(N1, read_only="ON")})
     assert hostgroup_members(decision, HG.writer) == {N2}
@@ -241,6 +248,7 @@ def test_retry_down_holds_an_unreachable_writer() -> None:
     assert hostgroup_members(second, HG.writer) == {N2}
 
 
+# G12
 def test_fail_back_off_keeps_new_writer_and_on_gives_it_back_after_retry_up() -> None:
     failed_over = [
         placed(N2, HG.writer),
@@ -262,12 +270,14 @@ def test_fail_back_off_keeps_new_writer_and_on_gives_it_back_after_retry_up() ->
     assert hostgroup_members(second, HG.writer, ServerStatus.OFFLINE_SOFT) == {N2}
 
 
+# G11, G13
 def test_max_writers_two_highest_weights() -> None:
     decision = run(steady(), max_writers=2)
     assert hostgroup_members(decision, HG.writer) == {N1, N2}
     assert hostgroup_members(decision, HG.backup_writer) == {N3}
 
 
+# G11
 def test_too_many_writers_are_cut_to_max_writers() -> None:
     live = [placed(n, HG.writer) for n in NODES]
     decision = run(live, max_writers=1)
@@ -286,6 +296,7 @@ def test_non_primary_survivor_routes_nothing() -> None:
     assert hostgroup_members(decision, HG.offline) == {N1, N2, N3}
 
 
+# G5, G10
 def test_donor_is_last_resort_writer_only() -> None:
     donor = {"wsrep_local_state": "2", "wsrep_local_state_comment": "Donor/Desynced"}
     decision = run(steady(), {N1: probe_down(N1), N2: probe_down(N2), N3: probe_ok(N3, **donor)})
@@ -294,6 +305,7 @@ def test_donor_is_last_resort_writer_only() -> None:
     assert hostgroup_members(with_healthy, HG.writer) == {N2}
 
 
+# G10
 def test_main_segment_preferred() -> None:
     other = "gmcast.segment = 1"
     probes = {
@@ -370,6 +382,7 @@ def test_adoption_takes_each_weight_from_its_own_hostgroup() -> None:
     }
 
 
+# G15
 def test_drain_ends_when_connections_are_done_or_time_runs_out() -> None:
     from checker_core.core.decide import drained
     from checker_core.core.roster import LiveLayout

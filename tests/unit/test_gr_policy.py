@@ -113,6 +113,7 @@ def test_writer_is_also_reader(mode: int, readers: set[NodeAddress]) -> None:
     assert online(run([], healthy_group(), writer_is_also_reader=mode), HG.reader) == readers
 
 
+# R2
 @pytest.mark.parametrize("state", ["RECOVERING", "OFFLINE", "ERROR", "UNREACHABLE"])
 def test_not_online_is_offline_at_once(state: str) -> None:
     members = view(M1, {M3: state})
@@ -123,6 +124,7 @@ def test_not_online_is_offline_at_once(state: str) -> None:
     assert M3 not in online(decision, HG.reader)
 
 
+# R3
 def test_minority_member_is_offline_at_once_and_majority_view_wins() -> None:
     # M3 was cut off: it sees the others UNREACHABLE; they see it UNREACHABLE too
     cut = view(M1, {M1: "UNREACHABLE", M2: "UNREACHABLE"})
@@ -134,6 +136,7 @@ def test_minority_member_is_offline_at_once_and_majority_view_wins() -> None:
     assert M3 not in online(decision, HG.reader)
 
 
+# R3
 def test_member_the_majority_does_not_see_is_not_routed() -> None:
     # M3 believes all is well, but M1 and M2 (a majority) do not list it ONLINE
     majority = view(M1, {M3: "UNREACHABLE"})
@@ -143,6 +146,7 @@ def test_member_the_majority_does_not_see_is_not_routed() -> None:
     assert "majority does not see it ONLINE" in decision.verdicts[M3].reason
 
 
+# R4
 def test_new_primary_followed_and_old_leaves() -> None:
     members = view(M2, {M1: "UNREACHABLE"})
     probes = {
@@ -172,6 +176,7 @@ def brownout_probes(queue: int) -> dict[NodeAddress, ProbeResult]:
     }
 
 
+# R5
 def test_brownout_hold_keeps_writer_hostgroup_empty() -> None:
     decision = run(steady(M1), brownout_probes(1200))
     assert decision.verdicts[M2].state is State.BROWNOUT
@@ -179,6 +184,7 @@ def test_brownout_hold_keeps_writer_hostgroup_empty() -> None:
     assert decision.assignment.why_writers.startswith("brownout: holding writes")
 
 
+# R5
 def test_brownout_route_adds_it_at_once() -> None:
     decision = run(steady(M1), brownout_probes(1200), brownout="route")
     assert online(decision, HG.writer) == {M2}
@@ -210,6 +216,7 @@ def test_writable_after_brownout_becomes_writer() -> None:
     assert online(run([], probes), HG.writer) == {M2}
 
 
+# R6
 def test_lagging_secondary_out_of_readers_until_half() -> None:
     members = view(M1)
     lagging = {M1: facts(M1, members), M2: facts(M2, members, queue=150), M3: facts(M3, members)}
@@ -223,6 +230,7 @@ def test_lagging_secondary_out_of_readers_until_half() -> None:
     assert M2 in online(run(steady(), back, first.memory, max_transactions_behind=100), HG.reader)
 
 
+# R4
 def test_multi_primary_writers_up_to_max() -> None:
     members = view(None, multi=True)
     probes = {n: facts(n, members, sro=False, multi=True) for n in MEMBERS}

@@ -20,22 +20,21 @@ from checker_core.core.decide import view_of
 from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, ServerStatus, sort_rows
 from checker_core.core.roster import live_intent, roster_templates
-from checker_core.edges.backend import PendingProbes
 from checker_core.edges.lock import PassTimeout
 from checker_core.edges.proxysql import (
     LOAD_SERVERS,
     SAVE_SERVERS,
-    AdminClient,
-    AdminQueryFailed,
     AdminUnreachable,
     ApplyFailed,
     Statement,
     staging_statements,
 )
 from checker_core.passes.result import Mode, Outcome
+from checker_core.passes.runner import PassRunner
 from checker_core.report import summary
 from galera_checker.policy import GaleraPolicy
 from tests.unit.config_cases import galera_runner
+from tests.unit.fakes import HealthyProber, MemoryAdmin, ProberSaying, ports
 from tests.unit.galera_cases import (
     HG,
     N1,
@@ -278,58 +277,6 @@ def test_a_held_writer_the_operator_set_offline_hard_is_not_kept() -> None:
 # ------------------------------------------------------------------ the admin side
 
 
-class MemoryAdmin(AdminClient):
-    """ProxySQL's two layers of mysql_servers in memory: statements edit staging, a LOAD copies
-    it to runtime. `meddle` runs after the first staging write (someone else's write)."""
-
-    def __init__(self, staging: Iterable[ServerRow], *, failing_saves: int = 0) -> None:
-        self.staging = {r.key: r for r in staging}
-        self.runtime = dict(self.staging)
-        self.sent: list[str] = []
-        self.failing_saves = failing_saves
-        self.meddle: list[ServerRow] = []
-        self.where = "memory admin"
-        self._parsed = {}
-
-    def read_rows(self, hostgroups: Iterable[int]) -> ClusterRows:
-        wanted = set(hostgroups)
-        return ClusterRows(
-            sort_rows(r for r in self.runtime.values() if r.hostgroup_id in wanted),
-            sort_rows(r for r in self.staging.values() if r.hostgroup_id in wanted),
-        )
-
-    def read_staging(self, hostgroups: Iterable[int]) -> tuple[ServerRow, ...]:
-        return self.read_rows(hostgroups).staging
-
-    def connections_in_use(self, hostgroups: Iterable[int]) -> dict[tuple[int, NodeAddress], int]:
-        return {}
-
-    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        self.sent.append(sql)
-        if sql.startswith("DELETE FROM mysql_servers"):
-            del self.staging[tuple(params)]  # type: ignore[arg-type]
-        elif sql.startswith("REPLACE INTO mysql_servers"):
-            row = ServerRow.from_admin(params)
-            self.staging[row.key] = row
-        elif sql == LOAD_SERVERS.sql:
-            self.runtime = dict(self.staging)
-        elif sql == SAVE_SERVERS.sql and self.failing_saves:
-            self.failing_saves -= 1
-            raise AdminQueryFailed("memory admin: disk full")
-        if self.meddle and sql.startswith(("DELETE", "REPLACE")):
-            for row in self.meddle:
-                self.staging[row.key] = row
-            self.meddle = []
-        return []
-
-    def writes(self) -> list[str]:
-        """What was sent besides reads (the proxy's peers list is asked every pass)."""
-        return [sql for sql in self.sent if not sql.startswith("SELECT")]
-
-    def close(self) -> None:
-        pass
-
-
 def test_template_rows_written_during_the_pass_are_not_loaded() -> None:
     admin = MemoryAdmin([*templates(), *steady(N2)])
     rows = admin.read_rows(HG.all)
@@ -341,26 +288,10 @@ def test_template_rows_written_during_the_pass_are_not_loaded() -> None:
     assert LOAD_SERVERS.sql not in admin.sent
 
 
-class HealthyProber:
-    def start(self, nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
-        pending = PendingProbes(tuple(nodes), 0.0)
-        for node in nodes:
-            pending.results.put(probe_ok(node))
-        return pending
-
-    def probe_all(self, nodes: Sequence[NodeAddress], deadline: float) -> dict[NodeAddress, Any]:
-        return self.start(nodes, deadline).collect(deadline)
-
-    def close(self) -> None:
-        pass
-
-
 def test_a_save_that_failed_after_its_load_is_retried_by_the_next_pass(tmp_path: Path) -> None:
-    runner = galera_runner(tmp_path)
-    assert runner.settings.run.persist
     admin = MemoryAdmin(templates(), failing_saves=1)
-    runner._admin = admin
-    runner.prober = HealthyProber()  # type: ignore[assignment]
+    runner = galera_runner(tmp_path, **ports(admin, HealthyProber()))
+    assert runner.settings.run.persist
     cluster = runner.settings.clusters[0]
 
     first = runner.run(cluster, Mode.APPLY)
@@ -378,10 +309,8 @@ def test_a_save_that_failed_after_its_load_is_retried_by_the_next_pass(tmp_path:
 
 
 def test_a_load_that_carries_someone_elses_staged_roster_edit_says_so(tmp_path: Path) -> None:
-    runner = galera_runner(tmp_path)
     admin = MemoryAdmin(templates())
-    runner._admin = admin
-    runner.prober = HealthyProber()  # type: ignore[assignment]
+    runner = galera_runner(tmp_path, **ports(admin, HealthyProber()))
     heavier = ServerRow(HG.config_writer, N3.host, N3.port, weight=5000)
     admin.staging[heavier.key] = heavier  # an operator's edit, not loaded yet
     first = runner.run(runner.settings.clusters[0], Mode.APPLY)
@@ -409,17 +338,6 @@ class FailingAfterLoad(MemoryAdmin):
         return super().execute(sql, params)
 
 
-class ProberSaying(HealthyProber):
-    def __init__(self, down: set[NodeAddress]) -> None:
-        self.down = down
-
-    def start(self, nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
-        pending = PendingProbes(tuple(nodes), 0.0)
-        for node in nodes:
-            pending.results.put(probe_down(node) if node in self.down else probe_ok(node))
-        return pending
-
-
 @pytest.mark.parametrize(
     "failure",
     [
@@ -431,10 +349,10 @@ class ProberSaying(HealthyProber):
 def test_a_pass_that_fails_after_its_load_reports_the_failover(
     tmp_path: Path, failure: Exception
 ) -> None:
-    runner = galera_runner(tmp_path)
     admin = FailingAfterLoad([*templates(), *steady(N1)], failure)
-    runner._admin = admin
-    runner.prober = ProberSaying({N1})  # type: ignore[assignment]
+    # every connect reaches `admin`: after the runner drops a broken connection, its next
+    # pass connects again and finds the proxy back
+    runner = galera_runner(tmp_path, **ports(admin, ProberSaying({N1})))
     cluster = runner.settings.clusters[0]
     result = runner.run(cluster, Mode.APPLY)
     assert LOAD_SERVERS.sql in admin.sent
@@ -446,7 +364,7 @@ def test_a_pass_that_fails_after_its_load_reports_the_failover(
     assert runner.store.save_owed(cluster.name)
     remembered, _ = runner.store.load(cluster.name)
     assert N1 in remembered, "the pass's counters were saved"
-    runner._admin = admin  # the runner dropped its broken connection; the proxy is back
+    # the runner dropped its broken connection; the proxy is back (its next connect)
     admin.sent.clear()
     again = runner.run(cluster, Mode.APPLY)
     assert again.outcome is Outcome.UNCHANGED
@@ -455,19 +373,15 @@ def test_a_pass_that_fails_after_its_load_reports_the_failover(
 
 
 def test_a_pass_that_only_adopts_the_roster_says_so(tmp_path: Path) -> None:
-    runner = galera_runner(tmp_path)
-    first = runner_with(runner, MemoryAdmin(steady(N1))).run(
-        runner.settings.clusters[0], Mode.APPLY
-    )
+    runner = runner_with(tmp_path, MemoryAdmin(steady(N1)))
+    first = runner.run(runner.settings.clusters[0], Mode.APPLY)
     assert first.outcome is Outcome.CHANGED
     assert "roster loaded, no other change" in summary(first)
     assert "adopted into empty templates" in summary(first)
 
 
-def runner_with(runner: Any, admin: MemoryAdmin) -> Any:
-    runner._admin = admin
-    runner.prober = HealthyProber()
-    return runner
+def runner_with(tmp_path: Path, admin: MemoryAdmin) -> PassRunner:
+    return galera_runner(tmp_path, **ports(admin, HealthyProber()))
 
 
 def test_an_unexpected_error_after_the_load_still_reports_the_failover(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -16,10 +16,11 @@ from checker_core.core.model import ClusterRows, NodeAddress, ServerRow
 from checker_core.core.probes import ProbeResult
 from checker_core.edges import native
 from checker_core.edges.backend import PendingProbes, ProbeFn
-from checker_core.edges.proxysql import ApplyResult
+from checker_core.edges.proxysql import AdminClient, ApplyResult
 from checker_core.passes.result import Mode, Outcome
 from checker_core.passes.runner import PassRunner
 from tests.unit.config_cases import galera_runner
+from tests.unit.fakes import ports
 from tests.unit.galera_cases import N1, N2, N3, NODES, probe_ok, rows_of, steady
 
 N4 = NodeAddress("127.0.0.1", 3314)
@@ -81,11 +82,14 @@ class RecordingProber:
 def recording_runner(
     tmp_path: Path, persistent: bool, rows: ClusterRows, cluster: str = "off"
 ) -> tuple[PassRunner, RecordingAdmin, list[str]]:
-    runner = galera_runner(tmp_path, persistent, proxysql=f'cluster = "{cluster}"')
     events: list[str] = []
     admin = RecordingAdmin(rows, events)
-    runner._admin = admin  # type: ignore[assignment]
-    runner.prober = RecordingProber(events)  # type: ignore[assignment]
+    runner = galera_runner(
+        tmp_path,
+        persistent,
+        proxysql=f'cluster = "{cluster}"',
+        **ports(cast(AdminClient, admin), RecordingProber(events)),
+    )
     return runner, admin, events
 
 

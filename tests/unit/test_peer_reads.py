@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from checker_core.core.leadership import Role
-from checker_core.passes.runner import PEERS_RECHECK_S
+from checker_core.passes.proxy_facts import RECHECK_S
 from tests.unit.config_cases import galera_runner
 
 
@@ -24,17 +24,16 @@ class PeerlessAdmin:
 
 
 def test_a_daemon_without_peers_asks_again_only_after_a_while(tmp_path: Path) -> None:
-    daemon = galera_runner(tmp_path, persistent=True)
     clock = [100.0]
-    daemon.monotonic = lambda: clock[0]
+    daemon = galera_runner(tmp_path, persistent=True, monotonic=lambda: clock[0])
     admin = PeerlessAdmin()
     for _ in range(3):
-        listed = daemon._listed_peers(admin)  # type: ignore[arg-type]
+        listed = daemon.facts.listed_peers(admin)  # type: ignore[arg-type]
         assert listed == ()
-        assert daemon._leadership(admin, listed, remember=True).role is Role.ALONE  # type: ignore[arg-type]
+        assert daemon.facts.leadership(admin, listed, remember=True).role is Role.ALONE  # type: ignore[arg-type]
     assert len(admin.asked) == 1
-    clock[0] += PEERS_RECHECK_S
-    daemon._listed_peers(admin)  # type: ignore[arg-type]
+    clock[0] += RECHECK_S
+    daemon.facts.listed_peers(admin)  # type: ignore[arg-type]
     assert len(admin.asked) == 2
 
 
@@ -42,5 +41,5 @@ def test_a_scheduler_pass_asks_every_time(tmp_path: Path) -> None:
     one_shot = galera_runner(tmp_path, persistent=False)
     admin = PeerlessAdmin()
     for _ in range(2):
-        assert one_shot._listed_peers(admin) == ()  # type: ignore[arg-type]
+        assert one_shot.facts.listed_peers(admin) == ()  # type: ignore[arg-type]
     assert len(admin.asked) == 2

@@ -1,0 +1,116 @@
+"""The unit tests' fakes of the runner's ports: ProxySQL's admin in memory, probers that answer
+as told, and the constructor arguments that give them to a PassRunner."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, cast
+
+from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, sort_rows
+from checker_core.edges.backend import PendingProbes, Prober
+from checker_core.edges.proxysql import (
+    LOAD_SERVERS,
+    SAVE_SERVERS,
+    AdminClient,
+    AdminQueryFailed,
+)
+from tests.unit.galera_cases import probe_down, probe_ok
+
+
+class MemoryAdmin(AdminClient):
+    """ProxySQL's two layers of mysql_servers in memory: statements edit staging, a LOAD copies
+    it to runtime. `meddle` runs after the first staging write (someone else's write)."""
+
+    def __init__(self, staging: Iterable[ServerRow], *, failing_saves: int = 0) -> None:
+        self.staging = {r.key: r for r in staging}
+        self.runtime = dict(self.staging)
+        self.sent: list[str] = []
+        self.failing_saves = failing_saves
+        self.meddle: list[ServerRow] = []
+        self.where = "memory admin"
+        self._parsed = {}
+
+    def read_rows(self, hostgroups: Iterable[int]) -> ClusterRows:
+        wanted = set(hostgroups)
+        return ClusterRows(
+            sort_rows(r for r in self.runtime.values() if r.hostgroup_id in wanted),
+            sort_rows(r for r in self.staging.values() if r.hostgroup_id in wanted),
+        )
+
+    def read_staging(self, hostgroups: Iterable[int]) -> tuple[ServerRow, ...]:
+        return self.read_rows(hostgroups).staging
+
+    def connections_in_use(self, hostgroups: Iterable[int]) -> dict[tuple[int, NodeAddress], int]:
+        return {}
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        self.sent.append(sql)
+        if sql.startswith("DELETE FROM mysql_servers"):
+            del self.staging[tuple(params)]  # type: ignore[arg-type]
+        elif sql.startswith("REPLACE INTO mysql_servers"):
+            row = ServerRow.from_admin(params)
+            self.staging[row.key] = row
+        elif sql == LOAD_SERVERS.sql:
+            self.runtime = dict(self.staging)
+        elif sql == SAVE_SERVERS.sql and self.failing_saves:
+            self.failing_saves -= 1
+            raise AdminQueryFailed("memory admin: disk full")
+        if self.meddle and sql.startswith(("DELETE", "REPLACE")):
+            for row in self.meddle:
+                self.staging[row.key] = row
+            self.meddle = []
+        return []
+
+    def writes(self) -> list[str]:
+        """What was sent besides reads (the proxy's peers list is asked every pass)."""
+        return [sql for sql in self.sent if not sql.startswith("SELECT")]
+
+    def close(self) -> None:
+        pass
+
+
+class HealthyProber:
+    def start(self, nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
+        pending = PendingProbes(tuple(nodes), 0.0)
+        for node in nodes:
+            pending.results.put(probe_ok(node))
+        return pending
+
+    def probe_all(self, nodes: Sequence[NodeAddress], deadline: float) -> dict[NodeAddress, Any]:
+        return self.start(nodes, deadline).collect(deadline)
+
+    def close(self) -> None:
+        pass
+
+
+class ProberSaying(HealthyProber):
+    def __init__(self, down: set[NodeAddress]) -> None:
+        self.down = down
+
+    def start(self, nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
+        pending = PendingProbes(tuple(nodes), 0.0)
+        for node in nodes:
+            pending.results.put(probe_down(node) if node in self.down else probe_ok(node))
+        return pending
+
+
+def ports(
+    admin: AdminClient | Callable[[], AdminClient] | None = None,
+    prober: object | None = None,
+    clock: Callable[[], float] | None = None,
+    monotonic: Callable[[], float] | None = None,
+) -> dict[str, Any]:
+    """PassRunner's port arguments for these fakes; what is not given stays the real one.
+    `admin`: the admin every connect returns, or a function asked at each connect (a proxy
+    that comes back as another connection)."""
+    given: dict[str, Any] = {}
+    if admin is not None:
+        connect = admin if callable(admin) and not isinstance(admin, AdminClient) else None
+        given["connect_admin"] = (lambda _s: connect()) if connect else (lambda _s: admin)
+    if prober is not None:
+        given["new_prober"] = lambda _s: cast(Prober, prober)
+    if clock is not None:
+        given["clock"] = clock
+    if monotonic is not None:
+        given["monotonic"] = monotonic
+    return given
