@@ -568,7 +568,7 @@ def _row_warnings(inv: Invocation, other: str | None, filename: str) -> list[str
     import os
 
     from checker_core.settings.config import CONFIG_ENV
-    from checker_core.settings.schema import ENV_PREFIX
+    from checker_core.settings.keys import ENV_PREFIX
 
     found = []
     if inv.overrides:

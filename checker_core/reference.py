@@ -1,4 +1,4 @@
-"""The reference pages that must not drift from the code: every setting (from settings.schema)
+"""The reference pages that must not drift from the code: every setting (from settings.keys)
 and every metric (from metrics.METRICS). tests/unit/test_reference.py fails when a page in docs/
 differs from what this module renders.
 
@@ -10,15 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from checker_core.settings.schema import (
-    ENV_PREFIX,
-    KEYS,
-    REQUIRED,
-    SECTIONS,
-    Checker,
-    Derived,
-    Key,
-)
+from checker_core.settings.keys import ENV_PREFIX, KEYS, SECTIONS
+from checker_core.settings.schema import REQUIRED, Checker, Derived, Key
 
 CONFIGURATION_PAGE = "configuration.md"
 METRICS_PAGE = "metrics.md"
@@ -78,7 +71,7 @@ def configuration_page() -> str:
     lines = [
         "# Configuration reference",
         "",
-        GENERATED.format(source="`checker_core/settings/schema.py`"),
+        GENERATED.format(source="`checker_core/settings/keys.py`"),
         "",
         "A TOML file (`--config FILE` or `$CHECKER_CONFIG`) holds the settings. An environment",
         "variable overrides the file, and `--set KEY=VALUE` (e.g. `--set run.log_level=debug`,",

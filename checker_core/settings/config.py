@@ -28,16 +28,8 @@ from checker_core.core.settings import (
     Settings,
     Tls,
 )
-from checker_core.settings.schema import (
-    ENV_PREFIX,
-    INT_MAX,
-    KEYS_BY_SECTION,
-    SECTIONS,
-    Checker,
-    Derived,
-    Key,
-    SslMode,
-)
+from checker_core.settings.keys import ENV_PREFIX, KEYS_BY_SECTION, SECTIONS
+from checker_core.settings.schema import INT_MAX, Checker, Derived, Key, SslMode
 
 CONFIG_ENV = "CHECKER_CONFIG"  # names the file itself; not a setting
 CLUSTER_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")

@@ -21,7 +21,8 @@ import pytest
 from click.testing import CliRunner
 
 from checker_core import oneshot
-from checker_core.settings.schema import KEYS, Checker
+from checker_core.settings.keys import KEYS
+from checker_core.settings.schema import Checker
 from tests.lab.proxysql import ProxySQLLab, admin_cursor
 
 pytestmark = pytest.mark.proxysql

@@ -15,7 +15,8 @@ from checker_core.core.model import NodeAddress
 from checker_core.core.settings import Secret
 from checker_core.edges.backend import PendingProbes
 from checker_core.settings.config import ConfigError, load
-from checker_core.settings.schema import KEYS, Checker
+from checker_core.settings.keys import KEYS
+from checker_core.settings.schema import Checker
 from galera_checker.cli import build as build_galera
 from gr_checker.cli import build as build_gr
 from tests.unit.config_cases import CONFIG, config_file

@@ -9,7 +9,7 @@ import pytest
 
 from checker_core.reference import PAGES
 from checker_core.service.metrics import METRICS
-from checker_core.settings.schema import KEYS
+from checker_core.settings.keys import KEYS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
