@@ -79,6 +79,7 @@ START_TIMEOUT = 300.0
 STOP_TIMEOUT = 60.0
 HELPER_TIMEOUT = 120.0
 HEAL_TIMEOUT = 180.0
+CLEAN_RESTARTS = 2  # full restarts ensure_healthy tries before it gives up
 PROBE_CONNECT_TIMEOUT = 1.0
 PROBE_READ_TIMEOUT = 2.0
 SQL_READ_TIMEOUT = 60.0
@@ -584,10 +585,21 @@ class GaleraLab:
             self.up()
             self._wait_healthy(HEAL_TIMEOUT)
         except process.LabError:
-            # whatever the state was, a clean full restart from the newest node repairs it
+            self._restart_clean()
+
+    def _restart_clean(self) -> None:
+        """A clean full restart from the newest node, which repairs whatever the state was;
+        tried again once, for a start that failed on a loaded machine (a bootstrap node that
+        exited at once, a joiner the others kept suspecting)."""
+        for attempt in range(1, CLEAN_RESTARTS + 1):
             self.down()
-            self.up()
-            self._wait_healthy(HEAL_TIMEOUT)
+            try:
+                self.up()
+                self._wait_healthy(HEAL_TIMEOUT)
+                return
+            except process.LabError:
+                if attempt == CLEAN_RESTARTS:
+                    raise
 
     def ensure_tls(self) -> None:
         """Every node serving TLS with the lab's certificate: a node started from an older
