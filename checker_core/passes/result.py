@@ -1,6 +1,6 @@
 """What one pass did: its mode, its outcome (with the exit code it carries) and its result, with
-the questions asked of it afterwards (writers, readiness, brownouts), and what a pass has done so
-far, from which every one of its outcomes is made. Records; no I/O."""
+the questions asked of it afterwards (writers, readiness, brownouts); what its first step read;
+and what a pass has done so far, from which every one of its outcomes is made. Records; no I/O."""
 
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ if TYPE_CHECKING:
     from checker_core.core.decide import ClusterView, Decision
     from checker_core.core.hysteresis import NodeMemory
     from checker_core.core.leadership import Leadership, Role
+    from checker_core.core.model import ClusterRows
     from checker_core.core.roster import LiveLayout
     from checker_core.core.settings import ClusterSettings
     from checker_core.core.whatif import Readiness, WhatIf
-    from checker_core.edges.proxysql import ApplyResult, Statement
+    from checker_core.edges.backend import PendingProbes
+    from checker_core.edges.proxysql import AdminClient, ApplyResult, Statement
     from checker_core.passes.plugin import Advice
 
 
@@ -73,6 +75,19 @@ class PassInputs:
         return WhatIf(
             self.policy, self.policy, self.view, probes, self.memory, self.cluster, self.now
         )
+
+
+@dataclass(frozen=True, slots=True)
+class PassRead:
+    """What the pass's first step found: ProxySQL's rows of the cluster and what they mean, the
+    remembered counters, and the probes begun while the rows were read."""
+
+    admin: AdminClient
+    rows: ClusterRows
+    view: ClusterView
+    memory: Mapping[NodeAddress, NodeMemory]
+    pending: PendingProbes | None
+    probe_deadline: float  # monotonic: every probe of the pass ends by then
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,11 +15,11 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from checker_core.core.decide import ClusterView, Decision, decide, view_of
-from checker_core.core.model import BadInput, ClusterRows, NodeAddress
+from checker_core.core.decide import Decision, decide, view_of
+from checker_core.core.model import BadInput, NodeAddress
 from checker_core.edges.backend import Prober
 from checker_core.edges.lock import PassTimeout, cluster_lock, deadline
 from checker_core.edges.memory import StateStore
@@ -40,6 +40,7 @@ from checker_core.passes.result import (
     Outcome,
     PassInputs,
     PassProgress,
+    PassRead,
     PassResult,
 )
 
@@ -49,21 +50,7 @@ if TYPE_CHECKING:
     from checker_core.core.probes import ProbeResult
     from checker_core.core.settings import ClusterSettings, Settings
     from checker_core.core.whatif import Assumed
-    from checker_core.edges.backend import PendingProbes
     from checker_core.fanout import Several
-
-
-@dataclass(frozen=True, slots=True)
-class _Read:
-    """What the pass's first step found: ProxySQL's rows of the cluster and what they mean, the
-    remembered counters, and the probes begun while the rows were read."""
-
-    admin: AdminClient
-    rows: ClusterRows
-    view: ClusterView
-    memory: Mapping[NodeAddress, NodeMemory]
-    pending: PendingProbes | None
-    probe_deadline: float  # monotonic: every probe of the pass ends by then
 
 
 class PassRunner:
@@ -264,7 +251,7 @@ class PassRunner:
         pinned = self.store.writer_pin(cluster.name) if cluster.preferred_writer is None else None
         return cluster if pinned is None else replace(cluster, preferred_writer=pinned)
 
-    def _read(self, cluster: ClusterSettings, progress: PassProgress) -> _Read:
+    def _read(self, cluster: ClusterSettings, progress: PassProgress) -> PassRead:
         """The remembered counters and ProxySQL's rows of the cluster. A roster rarely changes
         between passes: the last one (the daemon's, or the nodes the state file remembers) is
         probed while ProxySQL is reached and its rows are read, so a steady pass costs the
@@ -280,9 +267,9 @@ class PassRunner:
         view = view_of(rows, cluster)
         if self.persistent:
             self._last_roster[cluster.name] = view.roster.addresses
-        return _Read(admin, rows, view, memory, pending, probe_deadline)
+        return PassRead(admin, rows, view, memory, pending, probe_deadline)
 
-    def _probe(self, read: _Read) -> dict[NodeAddress, ProbeResult]:
+    def _probe(self, read: PassRead) -> dict[NodeAddress, ProbeResult]:
         """The roster's probes: those begun before the rows were read, and the rest now (a
         node new to the roster). Results for nodes that left the roster are dropped."""
         nodes, probe_deadline = read.view.roster.addresses, read.probe_deadline
@@ -301,7 +288,7 @@ class PassRunner:
         self,
         cluster: ClusterSettings,
         mode: Mode,
-        read: _Read,
+        read: PassRead,
         probes: Mapping[NodeAddress, ProbeResult],
         progress: PassProgress,
     ) -> Decision:
@@ -341,7 +328,7 @@ class PassRunner:
         return decision
 
     def _plan(
-        self, cluster: ClusterSettings, read: _Read, decision: Decision, progress: PassProgress
+        self, cluster: ClusterSettings, read: PassRead, decision: Decision, progress: PassProgress
     ) -> bool:
         """The statements the plan takes (what a dry run prints); returns whether a SAVE is
         owed by an earlier pass."""
@@ -373,7 +360,7 @@ class PassRunner:
     def _hold(
         self,
         cluster: ClusterSettings,
-        read: _Read,
+        read: PassRead,
         decision: Decision,
         stop: gate.Stop,
         progress: PassProgress,
@@ -393,7 +380,7 @@ class PassRunner:
     def _after_apply(
         self,
         cluster: ClusterSettings,
-        read: _Read,
+        read: PassRead,
         decision: Decision,
         applied: ApplyResult,
         progress: PassProgress,
