@@ -12,7 +12,6 @@ again from the next pass on.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -27,6 +26,7 @@ from checker_core.core.writers import pin_passed_over
 from checker_core.edges import proxysql_sessions as sessions_edge
 from checker_core.edges.proxysql import AdminError
 from checker_core.exitcodes import Exit
+from checker_core.passes.repeat import passes_until
 from checker_core.passes.result import Mode, Outcome, PassResult
 from checker_core.passes.runner import PassRunner
 from checker_core.report import summary
@@ -36,9 +36,6 @@ if TYPE_CHECKING:
 
     from checker_core.core.settings import ClusterSettings, Settings
     from checker_core.passes.plugin import CheckerKind
-
-# between two passes of the move, at most: ProxySQL needs no more to show ConnUsed falling
-STEP_S = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,11 +195,9 @@ def _move(
     target: NodeAddress,
     say: Callable[[str], None],
 ) -> Exit:
-    interval = runner.settings.run.interval_ms / 1000
-    limit = time.monotonic() + cluster.drain_timeout_ms / 1000 + 5 * interval
+    timeout_s = cluster.drain_timeout_ms / 1000 + 5 * runner.settings.run.interval_ms / 1000
     ran = False
-    while True:
-        result = runner.run(cluster, Mode.APPLY)
+    for result, late in passes_until(runner, cluster, timeout_s):
         if result.outcome is not Outcome.BUSY:
             ran = True
             say(summary(result))
@@ -211,11 +206,11 @@ def _move(
         if result.moved_to(target):
             say(f"cluster {cluster.name}: switchover to {target} done")
             return Exit.OK
-        if time.monotonic() >= limit:
+        if late:
             why = "not finished in time" if ran else "the pass lock stayed held by another process"
             say(
                 f"cluster {cluster.name}: switchover to {target}: {why}; the pin stays and "
                 "the next passes go on with it (switchover --release drops it)"
             )
             return Exit.FAILED
-        time.sleep(min(STEP_S, interval))
+    raise AssertionError("passes_until never ends")

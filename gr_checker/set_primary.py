@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from checker_core.core.model import NodeAddress, ServerStatus
 from checker_core.edges.lock import cluster_lock
 from checker_core.exitcodes import Exit
+from checker_core.passes.repeat import passes_until
 from checker_core.passes.result import Mode, Outcome, PassResult
 from checker_core.passes.runner import PassRunner
 from checker_core.report import summary
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
     from checker_core.core.settings import ClusterSettings, Endpoint, Settings
     from checker_core.passes.plugin import CheckerKind
 
-STEP_S = 0.2  # between two passes of the move, at most
 LOCK_POLL_S = 0.05
 DEFAULT_TIMEOUT_S = 60.0
 
@@ -241,14 +241,11 @@ def _follow(
     timeout_s: float,
     say: Callable[[str], None],
 ) -> Exit:
-    interval = runner.settings.run.interval_ms / 1000
-    limit = time.monotonic() + timeout_s
     name = cluster.name
     call.start()
     said = ""
     reported = False
-    while True:
-        result = runner.run(cluster, Mode.APPLY)
+    for result, late in passes_until(runner, cluster, timeout_s):
         ours = result.outcome is not Outcome.BUSY
         if ours:
             line = _MS.sub("", summary(result))
@@ -263,7 +260,7 @@ def _follow(
             return result.outcome.exit_code
         # a failed call is reported after a pass of ours has shown what the group has now
         failed = call.finished.is_set() and call.error is not None
-        if failed and (ours or time.monotonic() >= limit):
+        if failed and (ours or late):
             say(
                 f"cluster {name}: group_replication_set_as_primary on {move.target} failed: "
                 f"{call.error}; ProxySQL follows the group as it is (see the pass above)"
@@ -276,7 +273,7 @@ def _follow(
             if _writes_alone(runner, cluster, move.target):
                 say(f"cluster {name}: switchover to {move.target} done")
                 return Exit.OK
-        if time.monotonic() >= limit:
+        if late:
             waiting = (
                 "the writer hostgroup to hold it"
                 if call.finished.is_set()
@@ -287,7 +284,7 @@ def _follow(
                 f"(--timeout), still waiting for {waiting}; passes go on following the group"
             )
             return Exit.FAILED
-        time.sleep(min(STEP_S, interval))
+    raise AssertionError("passes_until never ends")
 
 
 def _writes_alone(runner: PassRunner, cluster: ClusterSettings, target: NodeAddress) -> bool:
