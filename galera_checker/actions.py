@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from checker_core.core.model import NodeAddress
-from checker_core.edges.backend import describe_error
+from checker_core.edges.failures import describe_error
 from checker_core.passes.plugin import ActionsDone, AfterPass
 from galera_checker.policy import facts_of
 

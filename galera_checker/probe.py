@@ -11,14 +11,14 @@ with `SELECT @@global....`, which costs the server a fraction of it and answers 
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
+from checker_core.edges.question import AGAIN, Answer, Question
 from galera_checker.policy import GaleraFacts
-
-if TYPE_CHECKING:
-    import pymysql
 
 STATUS_NAMES = (
     "wsrep_cluster_status",
@@ -61,6 +61,7 @@ PROBE_SQL = (
 )
 
 
+@functools.lru_cache(maxsize=64)
 def later_probe_sql(names: tuple[str, ...]) -> str:
     """The status, then the named variables in one row (names from VARIABLE_NAMES only)."""
     if not names:
@@ -76,26 +77,36 @@ _known: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDiction
 _known_lock = threading.Lock()
 
 
-def probe(conn: pymysql.connections.Connection[Any]) -> GaleraFacts:
+def _known_names(conn: Any) -> tuple[str, ...] | None:
     with _known_lock:
-        names = _known.get(conn)
-    values: dict[str, str] = {}
-    with conn.cursor() as cur:
+        return _known.get(conn)
+
+
+class GaleraProbe(Question):
+    """The whole probe: SHOW VARIABLES on a connection's first, SELECT @@global after."""
+
+    def ask(self, conn: Any) -> tuple[str, Sequence[object]]:
+        names = _known_names(conn)
         if names is None:
-            cur.execute(PROBE_SQL, STATUS_NAMES + VARIABLE_NAMES)
-            while True:
-                _add_rows(values, cur.fetchall())
-                if not cur.nextset():
-                    break
+            return PROBE_SQL, STATUS_NAMES + VARIABLE_NAMES
+        return later_probe_sql(names), STATUS_NAMES
+
+    def read(self, conn: Any, answer: Answer) -> GaleraFacts:
+        names = _known_names(conn)
+        values: dict[str, str] = {}
+        _add_rows(values, answer.rows(0))
+        if names is None:
+            _add_rows(values, answer.rows(1))
             with _known_lock:
                 _known[conn] = tuple(n for n in VARIABLE_NAMES if n in values)
-        else:
-            cur.execute(later_probe_sql(names), STATUS_NAMES)
-            _add_rows(values, cur.fetchall())
-            if names and cur.nextset():
-                for name, value in zip(names, cur.fetchone() or (), strict=False):
-                    values[name] = _variable_text(name, value)
-    return GaleraFacts(values)
+        elif names:
+            row = answer.rows(1)[:1]
+            for name, value in zip(names, row[0] if row else (), strict=False):
+                values[name] = _variable_text(name, value)
+        return GaleraFacts(values)
+
+
+probe = GaleraProbe()
 
 
 # the daemon's watch between passes asks a writer only what says whether it may still write:
@@ -120,6 +131,7 @@ STATUS_TABLES = ("information_schema.GLOBAL_STATUS", "performance_schema.global_
 _status_table: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
+@functools.lru_cache(maxsize=64)
 def watch_sql(names: tuple[str, ...], table: str) -> str:
     """The watch's question: the named variables, then the status as name=value pairs."""
     unknown = set(names) - set(WATCH_VARIABLES)
@@ -134,36 +146,49 @@ def watch_sql(names: tuple[str, ...], table: str) -> str:
     return "SELECT " + ", ".join(columns)
 
 
-def watch(conn: pymysql.connections.Connection[Any]) -> GaleraFacts:
+class GaleraWatch(Question):
     """What the watch needs of a writer; the whole probe on a connection not yet probed."""
-    with _known_lock:
-        names = _known.get(conn)
-        table = _status_table.get(conn, 0)
-    if names is None:
-        return probe(conn)
-    asked = tuple(n for n in WATCH_VARIABLES if n in names)
-    from pymysql.err import OperationalError, ProgrammingError
 
-    with conn.cursor() as cur:
-        try:
-            cur.execute(watch_sql(asked, STATUS_TABLES[table]), WATCH_STATUS)
-        except (OperationalError, ProgrammingError):
-            if table + 1 >= len(STATUS_TABLES):
-                raise
-            # this server keeps its status elsewhere: ask there from now on
-            table += 1
+    def ask(self, conn: Any) -> tuple[str, Sequence[object]]:
+        names = _known_names(conn)
+        if names is None:
+            return probe.ask(conn)
+        with _known_lock:
+            table = _status_table.get(conn, 0)
+        return watch_sql(_asked(names), STATUS_TABLES[table]), WATCH_STATUS
+
+    def read(self, conn: Any, answer: Answer) -> object:
+        names = _known_names(conn)
+        if names is None:
+            return probe.read(conn, answer)
+        from pymysql.err import OperationalError, ProgrammingError
+
+        failed = answer.error(0)
+        if isinstance(failed, OperationalError | ProgrammingError):
             with _known_lock:
-                _status_table[conn] = table
-            cur.execute(watch_sql(asked, STATUS_TABLES[table]), WATCH_STATUS)
-        row = cur.fetchone() or ()
-    values = {name: _variable_text(name, value) for name, value in zip(asked, row, strict=False)}
-    pairs = row[len(asked)] if len(row) > len(asked) else None
-    text = pairs.decode() if isinstance(pairs, bytes) else str(pairs or "")
-    for pair in text.split(";"):
-        name, sep, value = pair.partition("=")
-        if sep:
-            values[name.strip().lower()] = value
-    return GaleraFacts(values)
+                table = _status_table.get(conn, 0) + 1
+                if table < len(STATUS_TABLES):
+                    # this server keeps its status elsewhere: ask there from now on
+                    _status_table[conn] = table
+                    return AGAIN
+        asked = _asked(names)
+        rows = answer.rows(0)
+        row = rows[0] if rows else ()
+        values = {n: _variable_text(n, v) for n, v in zip(asked, row, strict=False)}
+        pairs = row[len(asked)] if len(row) > len(asked) else None
+        text = pairs.decode() if isinstance(pairs, bytes) else str(pairs or "")
+        for pair in text.split(";"):
+            name, sep, value = pair.partition("=")
+            if sep:
+                values[name.strip().lower()] = value
+        return GaleraFacts(values)
+
+
+def _asked(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(n for n in WATCH_VARIABLES if n in names)
+
+
+watch = GaleraWatch()
 
 
 def _add_rows(values: dict[str, str], rows: Any) -> None:

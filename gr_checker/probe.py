@@ -3,12 +3,11 @@ queues, and its read-only flags (MySQL 8.0, 8.4 and 9.x)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
+from checker_core.edges.question import Answer, Question
 from gr_checker.policy import GrFacts, Member
-
-if TYPE_CHECKING:
-    import pymysql
 
 PROBE_SQL = (
     "SELECT @@server_uuid, @@super_read_only, @@read_only, "
@@ -29,28 +28,34 @@ def _count(value: object) -> int | None:
     return None if value is None else int(str(value))
 
 
-def probe(conn: pymysql.connections.Connection[Any]) -> GrFacts:
-    with conn.cursor() as cur:
-        cur.execute(PROBE_SQL)
-        uuid, super_ro, ro, single, expel = cur.fetchone() or ("", 0, 0, 1, None)
-        cur.nextset()
+class GrProbe(Question):
+    """The member's flags, its view of the group, and its own queues (three statements)."""
+
+    def ask(self, conn: Any) -> tuple[str, Sequence[object]]:
+        return PROBE_SQL, ()
+
+    def read(self, conn: Any, answer: Answer) -> GrFacts:
+        first = answer.rows(0)
+        uuid, super_ro, ro, single, expel = first[0] if first else ("", 0, 0, 1, None)
         members = tuple(
             Member(
                 str(mid or ""), str(host or ""), int(port or 0), str(state or ""), str(role or "")
             )
-            for mid, host, port, state, role in cur.fetchall()
+            for mid, host, port, state, role in answer.rows(1)
         )
-        cur.nextset()
-        stats = cur.fetchone()
-    applier, certify, applied = stats if stats else (None, None, None)
-    return GrFacts(
-        server_uuid=str(uuid),
-        super_read_only=_flag(super_ro),
-        read_only=_flag(ro),
-        single_primary=_flag(single),
-        members=members,
-        applier_queue=_count(applier),
-        certify_queue=_count(certify),
-        remote_applied=_count(applied),
-        expel_timeout_s=_count(expel),
-    )
+        stats = answer.rows(2)
+        applier, certify, applied = stats[0] if stats else (None, None, None)
+        return GrFacts(
+            server_uuid=str(uuid),
+            super_read_only=_flag(super_ro),
+            read_only=_flag(ro),
+            single_primary=_flag(single),
+            members=members,
+            applier_queue=_count(applier),
+            certify_queue=_count(certify),
+            remote_applied=_count(applied),
+            expel_timeout_s=_count(expel),
+        )
+
+
+probe = GrProbe()

@@ -1,23 +1,29 @@
 """Probing many backends in parallel under one deadline. A failed or late probe is a value.
 
-Each node is probed on its own daemon thread, so a node that hangs (SIGSTOP, a dead network)
-costs the pass nothing beyond the deadline: the thread is abandoned, its connection dropped.
-The daemon keeps one connection per node between passes.
+A node without an open connection is probed on its own daemon thread (connect, log in, ask),
+so a node that hangs (SIGSTOP, a dead network) costs the pass nothing beyond the deadline: the
+thread is abandoned, its connection dropped. The daemon keeps one connection per node between
+passes; a node with one is asked on it by the exchange (edges/exchange.py), every such node at
+once on the collecting thread, no thread of its own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import queue
 import select
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.edges import driver, tls
+from checker_core.edges.exchange import Exchange, Remembered, can_exchange, forget
+from checker_core.edges.failures import describe_error, failure_of
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -27,41 +33,6 @@ if TYPE_CHECKING:
     from checker_core.core.settings import Endpoint
 
 ProbeFn = Callable[["pymysql.connections.Connection[Any]"], object]
-
-
-def failure_of(exc: BaseException) -> ProbeFailure:
-    """How a probe failed, from PyMySQL's exception and the OS error beneath it (PyMySQL wraps
-    socket errors in OperationalError and keeps the original as its context)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, TimeoutError):
-            return ProbeFailure.SILENT
-        if isinstance(current, ConnectionRefusedError):
-            return ProbeFailure.REFUSED
-        original = getattr(current, "original_exception", None)
-        current = (
-            original
-            if isinstance(original, BaseException)
-            else current.__cause__ or current.__context__
-        )
-    text = str(exc)
-    if "timed out" in text:
-        return ProbeFailure.SILENT
-    if "Connection refused" in text:
-        return ProbeFailure.REFUSED
-    return ProbeFailure.ERROR
-
-
-def describe_error(exc: BaseException) -> str:
-    """PyMySQL errors carry (code, message); keep both, drop the noise."""
-    if isinstance(exc, tls.TlsError):
-        return str(exc)
-    args: tuple[object, ...] = exc.args
-    if len(args) >= 2 and isinstance(args[0], int):
-        return f"{args[1]} (error {args[0]})"
-    return f"{type(exc).__name__}: {exc}"
 
 
 class Prober:
@@ -74,6 +45,9 @@ class Prober:
         self._conns: dict[NodeAddress, pymysql.connections.Connection[Any]] = {}
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        # each node's last answer on its open connection: the same bytes are not read again
+        self._memo: dict[tuple[NodeAddress, str], Remembered] = {}
+        self._memo_lock = threading.Lock()
 
     def _connect(
         self, node: NodeAddress, connect_timeout: float
@@ -106,14 +80,24 @@ class Prober:
             _close(old)
 
     def probe_one(
+        self, node: NodeAddress, deadline: float, probe: ProbeFn | None = None
+    ) -> ProbeResult:
+        """One node's probe on this thread (the exchange's when it has an open connection);
+        `probe`: another question than the checker's probe (the daemon's watch)."""
+        if self._persistent:
+            return self.start([node], deadline, probe).collect(deadline)[node]
+        return self._probe_here(node, deadline, probe)
+
+    def _probe_here(
         self,
         node: NodeAddress,
         deadline: float,
         probe: ProbeFn | None = None,
         flight: Flight | None = None,
     ) -> ProbeResult:
-        """`probe`: another question than the checker's probe (the daemon's watch); `flight`:
-        where the probe says how far it got, for a collector whose deadline came first."""
+        """Connect when no connection is open, then ask through PyMySQL, on this thread.
+        `flight`: where the probe says how far it got, for a collector whose deadline came
+        first."""
         started = time.monotonic()
         if flight is not None:
             flight.begun = started
@@ -145,7 +129,7 @@ class Prober:
         that can never hold the process open (a one-shot pass exits even if a node hangs)."""
 
         def run() -> None:
-            results.put(self.probe_one(node, deadline, probe, flight))
+            results.put(self._probe_here(node, deadline, probe, flight))
 
         if self._persistent:
             if self._pool is None:
@@ -160,11 +144,36 @@ class Prober:
     def start(
         self, nodes: Sequence[NodeAddress], deadline: float, probe: ProbeFn | None = None
     ) -> PendingProbes:
-        """Probes of `nodes` under way; their results are gathered by PendingProbes.collect."""
+        """Probes of `nodes` under way; their results are gathered by PendingProbes.collect.
+        A node with an open connection is asked on it at once; the others get a thread."""
+        question = probe or self._probe
         pending = PendingProbes(tuple(nodes), time.monotonic())
         for node in pending.nodes:
-            self._spawn(node, deadline, pending.results, probe, pending.flights[node])
+            conn = self._take_for_exchange(node, question)
+            if conn is None:
+                self._spawn(node, deadline, pending.results, probe, pending.flights[node])
+                continue
+            # asked now, on this thread: it began with the pass, never late
+            pending.flights[node].begun = time.monotonic()
+            failed = pending.exchange_for(self).ask(node, conn, question)  # type: ignore[arg-type]
+            if failed is not None:
+                pending.results.put(failed)
         return pending
+
+    def _take_for_exchange(
+        self, node: NodeAddress, question: ProbeFn
+    ) -> pymysql.connections.Connection[Any] | None:
+        if not self._persistent:
+            return None
+        with self._lock:
+            conn = self._conns.get(node)
+            if conn is None or not can_exchange(conn, question):
+                return None
+            return self._conns.pop(node)
+
+    def exchange(self) -> Exchange:
+        """A new exchange on this prober's connections."""
+        return Exchange(self._memo, self._give_back, _close, self._memo_lock)
 
     def probe_all(
         self, nodes: Sequence[NodeAddress], deadline: float, probe: ProbeFn | None = None
@@ -198,6 +207,7 @@ class Prober:
         conn = self._take(node)
         if conn is not None:
             _close(conn)
+        forget(self._memo, self._memo_lock, node)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -206,6 +216,8 @@ class Prober:
             self._pool = None
         with self._lock:
             conns, self._conns = list(self._conns.values()), {}
+        with self._memo_lock:
+            self._memo.clear()
         for conn in conns:
             _close(conn)
 
@@ -221,6 +233,8 @@ class Flight:
         self.conn: pymysql.connections.Connection[Any] | None = None
 
 
+# while threads' probes are out beside the exchange's, their queue is looked at this often
+_MIXED_POLL_S = 0.005
 # a collector that woke this much after its deadline (at least) was itself short of CPU
 LATE_WAKE_MIN_S = 0.02
 LATE_WAKE_SHARE = 0.1
@@ -232,31 +246,58 @@ class PendingProbes:
     def __init__(self, nodes: tuple[NodeAddress, ...], started: float) -> None:
         self.nodes = nodes
         self.started = started
-        self.results: queue.Queue[ProbeResult] = queue.Queue()
-        self.flights = {node: Flight() for node in nodes}
+        # how far each thread's probe got, made as it is first asked for
+        self.flights: defaultdict[NodeAddress, Flight] = defaultdict(Flight)
+        self.exchange: Exchange | None = None  # the nodes asked on their open connections
+
+    @functools.cached_property
+    def results(self) -> queue.Queue[ProbeResult]:
+        """Where probe threads put their results (made only when a thread is started: the
+        daemon's probes on open connections need none)."""
+        return queue.Queue()
+
+    def _threads_started(self) -> bool:
+        return "results" in self.__dict__
+
+    def exchange_for(self, prober: Prober) -> Exchange:
+        if self.exchange is None:
+            self.exchange = prober.exchange()
+        return self.exchange
 
     def collect(
         self, deadline: float, only: Collection[NodeAddress] | None = None
     ) -> dict[NodeAddress, ProbeResult]:
         """Every node's result by the deadline (monotonic seconds); late ones say so. `only`:
         the nodes still wanted; the others' results are taken if they came, never waited for."""
-        wanted = [n for n in self.nodes if only is None or n in only]
+        keep = None if only is None else frozenset(only)
+        wanted = [n for n in self.nodes if keep is None or n in keep]
         done: dict[NodeAddress, ProbeResult] = {}
-        while not all(n in done for n in wanted):
+        missing = set(wanted)
+        exchange = self.exchange
+        while missing:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                break
+            if exchange is not None and exchange.busy:
+                # threads' results come by the queue: looked at between polls
+                threads_out = not missing <= exchange.flying()
+                wait = min(remaining, _MIXED_POLL_S) if threads_out else remaining
+                self._take_in(done, exchange.step(wait), missing)
+                self._drain(done, missing)
+                continue
+            if not self._threads_started():
                 break
             try:
                 result = self.results.get(timeout=remaining)
             except queue.Empty:
                 break
-            done[result.node] = result
+            self._take_in(done, (result,), missing)
         woke = time.monotonic()
         # what came in while this thread waited for the CPU came in time
-        with contextlib.suppress(queue.Empty):
-            while not all(n in done for n in wanted):
-                result = self.results.get_nowait()
-                done[result.node] = result
+        if exchange is not None:
+            self._take_in(done, exchange.step(0), missing)
+            exchange.abandon()
+        self._drain(done, missing)
         waited = (woke - self.started) * 1000
         for node in wanted:
             if node not in done:
@@ -270,6 +311,23 @@ class PendingProbes:
                 )
         return done
 
+    @staticmethod
+    def _take_in(
+        done: dict[NodeAddress, ProbeResult],
+        results: Iterable[ProbeResult],
+        missing: set[NodeAddress],
+    ) -> None:
+        for result in results:
+            done[result.node] = result
+            missing.discard(result.node)
+
+    def _drain(self, done: dict[NodeAddress, ProbeResult], missing: set[NodeAddress]) -> None:
+        if not self._threads_started():
+            return
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self._take_in(done, (self.results.get_nowait(),), missing)
+
     def own_lateness(self, node: NodeAddress, deadline: float, woke: float) -> str | None:
         """Why a probe still out at the deadline says nothing of its node: the checker itself
         lacked CPU. None when the node had its chance and stayed silent."""
@@ -280,9 +338,9 @@ class PendingProbes:
                 f"not heard: the checker woke {late * 1000:.0f} ms after its deadline "
                 "(short of CPU)"
             )
-        flight = self.flights.get(node)
-        if flight is None:
+        if node not in self.nodes:
             return None
+        flight = self.flights[node]
         if flight.begun is None:
             return "not heard: the checker had not started its probe by the deadline (short of CPU)"
         if flight.begun - self.started > window / 2:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import heapq
 import os
 import signal
 import threading
@@ -93,33 +94,85 @@ class _Expired(PassTimeout):
 _pending_message: dict[int, str] = {}
 
 
+class _Alarms:
+    """One thread that raises every pass's deadline in its thread: a thread (a Timer) started
+    and ended per pass cost the daemon more CPU than many of its passes."""
+
+    def __init__(self) -> None:
+        self._due: list[tuple[float, int, _Alarm]] = []
+        self._wake = threading.Condition()
+        self._count = 0
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float, fire: Callable[[], None]) -> _Alarm:
+        alarm = _Alarm(fire)
+        with self._wake:
+            self._count += 1
+            heapq.heappush(self._due, (time.monotonic() + seconds, self._count, alarm))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="deadlines", daemon=True)
+                self._thread.start()
+            self._wake.notify()
+        return alarm
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while self._due and self._due[0][2].disarmed:
+                    heapq.heappop(self._due)  # ended in time: dropped unseen
+                if not self._due:
+                    self._wake.wait()
+                    continue
+                left = self._due[0][0] - time.monotonic()
+                if left > 0:
+                    self._wake.wait(left)
+                    continue
+                _, _, alarm = heapq.heappop(self._due)
+            alarm.ring()
+
+
+class _Alarm:
+    __slots__ = ("_fire", "_guard", "disarmed", "fired")
+
+    def __init__(self, fire: Callable[[], None]) -> None:
+        self._fire = fire
+        self._guard = threading.Lock()
+        self.disarmed = False
+        self.fired = False
+
+    def ring(self) -> None:
+        with self._guard:
+            if self.disarmed:
+                return
+            self.fired = True
+            self._fire()
+
+    def disarm(self) -> bool:
+        """No ring after this; whether it rang before."""
+        with self._guard:
+            self.disarmed = True
+            return self.fired
+
+
+_alarms = _Alarms()
+
+
 @contextlib.contextmanager
 def _async_raise(seconds: float, timeout: Callable[[], PassTimeout]) -> Iterator[None]:
     target = threading.get_ident()
-    guard = threading.Lock()
-    state = {"armed": True, "fired": False}
 
     def expire() -> None:
-        with guard:
-            if not state["armed"]:
-                return
-            state["fired"] = True
-            _pending_message[target] = str(timeout())
-            _set_async_exc(target, _Expired)
+        _pending_message[target] = str(timeout())
+        _set_async_exc(target, _Expired)
 
-    timer = threading.Timer(seconds, expire)
-    timer.daemon = True
+    alarm = _alarms.arm(seconds, expire)
     try:
-        timer.start()
         yield
     finally:
-        timer.cancel()
-        with guard:
-            state["armed"] = False
-            if state["fired"]:
-                # set but maybe not yet raised: it must not surface after the pass
-                _set_async_exc(target, None)
-            _pending_message.pop(target, None)
+        if alarm.disarm():
+            # set but maybe not yet raised: it must not surface after the pass
+            _set_async_exc(target, None)
+        _pending_message.pop(target, None)
 
 
 def _set_async_exc(thread_id: int, exc: type[BaseException] | None) -> None:

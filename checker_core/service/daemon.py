@@ -320,6 +320,8 @@ class _Daemon:
         )
 
     def _report_to_systemd(self, first: bool) -> None:
+        if not self.notify.enabled:
+            return  # not under systemd: no status line to make
         status = " | ".join(summary(loop.last) for loop in self.loops if loop.last is not None)
         if first:
             self.notify.ready(status)

@@ -19,6 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pymysql.constants import SERVER_STATUS
 
+from checker_core.core.model import ServerRow, sort_rows
+from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
+from checker_core.edges.proxysql import AdminClient
 from tests.lab.proxysql import ProxySQLLab, admin_cursor, binary_version
 
 pytestmark = pytest.mark.proxysql
@@ -202,6 +205,48 @@ def test_one_round_trip_read_of_runtime_and_main(proxysql_admin: ProxySQLLab) ->
         ],
         key=lambda r: tuple(str(v) for v in r),
     )
+
+
+def test_the_checkers_read_of_rows_in_one_value_is_the_plain_select(
+    proxysql_admin: ProxySQLLab,
+) -> None:
+    """AdminClient.read_rows asks for the rows as one packed value; what it unpacks is what a
+    plain SELECT of the same rows gives, whatever a comment holds (the packing's separators,
+    quotes, a newline, non-ASCII), and an unchanged answer is the rows read before."""
+    odd = "a|b\nc 'q' \\ é n x"
+    with admin_cursor(proxysql_admin) as cur:
+        add_server(cur, 10, HOST_A)
+        add_server(cur, 11, HOST_B, port=3307, weight=9)
+        add_server(cur, 99, HOST_C)  # outside the hostgroups asked for
+        cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
+        cur.execute("UPDATE mysql_servers SET comment = %s WHERE hostgroup_id = %s", (odd, 10))
+        plain_main = [
+            ServerRow.from_admin(r)
+            for r in fetch(cur, f"SELECT {COLS} FROM mysql_servers WHERE hostgroup_id IN (10, 11)")
+        ]
+    client = AdminClient.connect(
+        ProxySQLSettings(
+            proxysql_admin.admin_host,
+            proxysql_admin.admin_port,
+            Endpoint(
+                proxysql_admin.admin_user, Secret(proxysql_admin.admin_password), Tls(), 2000, 5000
+            ),
+        )
+    )
+    try:
+        first = client.read_rows([11, 10])
+        again = client.read_rows([10, 11])
+        with admin_cursor(proxysql_admin) as cur:
+            cur.execute("UPDATE mysql_servers SET weight = %s WHERE hostgroup_id = %s", (4, 11))
+        changed = client.read_rows([10, 11])
+    finally:
+        client.close()
+    assert first.staging == sort_rows(plain_main)
+    assert {r.comment for r in first.staging} == {odd, ""}
+    assert {(r.hostgroup_id, r.hostname) for r in first.runtime} == {(10, HOST_A), (11, HOST_B)}
+    assert all(r.comment == "" for r in first.runtime), "the comment was staged, not loaded"
+    assert again is first, "the same answer is the rows read before"
+    assert {r.hostname: r.weight for r in changed.staging} == {HOST_A: 1, HOST_B: 4}
 
 
 @pytest.mark.parametrize("verb", ["REPLACE INTO", "INSERT OR REPLACE INTO"])

@@ -17,7 +17,7 @@ from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, ServerStatus
 from checker_core.core.probes import ProbeFailure, ProbeResult, Sight, sight_of
 from checker_core.core.verdict import State
-from checker_core.edges.backend import failure_of
+from checker_core.edges.failures import failure_of
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.result import Mode, Outcome
 from checker_core.passes.runner import PassRunner
