@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from checker_core.edges.question import AGAIN, Answer, Question
+from checker_core.edges.question import AGAIN, Again, Answer, Question
 from galera_checker.policy import GaleraFacts
 
 STATUS_NAMES = (
@@ -82,7 +82,7 @@ def _known_names(conn: Any) -> tuple[str, ...] | None:
         return _known.get(conn)
 
 
-class GaleraProbe(Question):
+class GaleraProbe(Question[GaleraFacts]):
     """The whole probe: SHOW VARIABLES on a connection's first, SELECT @@global after."""
 
     def ask(self, conn: Any) -> tuple[str, Sequence[object]]:
@@ -146,7 +146,7 @@ def watch_sql(names: tuple[str, ...], table: str) -> str:
     return "SELECT " + ", ".join(columns)
 
 
-class GaleraWatch(Question):
+class GaleraWatch(Question[GaleraFacts]):
     """What the watch needs of a writer; the whole probe on a connection not yet probed."""
 
     def ask(self, conn: Any) -> tuple[str, Sequence[object]]:
@@ -157,7 +157,7 @@ class GaleraWatch(Question):
             table = _status_table.get(conn, 0)
         return watch_sql(_asked(names), STATUS_TABLES[table]), WATCH_STATUS
 
-    def read(self, conn: Any, answer: Answer) -> object:
+    def read(self, conn: Any, answer: Answer) -> GaleraFacts | Again:
         names = _known_names(conn)
         if names is None:
             return probe.read(conn, answer)

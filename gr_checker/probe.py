@@ -28,7 +28,7 @@ def _count(value: object) -> int | None:
     return None if value is None else int(str(value))
 
 
-class GrProbe(Question):
+class GrProbe(Question[GrFacts]):
     """The member's flags, its view of the group, and its own queues (three statements)."""
 
     def ask(self, conn: Any) -> tuple[str, Sequence[object]]:

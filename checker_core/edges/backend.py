@@ -154,7 +154,7 @@ class Prober:
                 self._spawn(node, deadline, pending.results, probe, pending.flights[node])
                 continue
             # asked now, on this thread: it began with the pass, never late
-            pending.flights[node].begun = time.monotonic()
+            pending.exchanged.add(node)
             failed = pending.exchange_for(self).ask(node, conn, question)  # type: ignore[arg-type]
             if failed is not None:
                 pending.results.put(failed)
@@ -170,6 +170,28 @@ class Prober:
             if conn is None or not can_exchange(conn, question):
                 return None
             return self._conns.pop(node)
+
+    def ask_open(
+        self, nodes: Sequence[NodeAddress], deadline: float, question: ProbeFn | None = None
+    ) -> OpenAsk:
+        """`question` (the probe by default) written onto the open connections of `nodes`, no
+        thread and no wait: the caller polls OpenAsk.fds() with whatever else it polls. A node
+        without an open connection is not asked (its result says so)."""
+        asked = question or self._probe
+        ask = OpenAsk(tuple(nodes), deadline)
+        for node in ask.nodes:
+            conn = self._take_for_exchange(node, asked)
+            if conn is None:
+                ask.results[node] = ProbeResult(
+                    node, None, "no open connection to ask on", 0.0, ProbeFailure.UNHEARD
+                )
+                continue
+            if ask.exchange is None:
+                ask.exchange = self.exchange()
+            failed = ask.exchange.ask(node, conn, asked)  # type: ignore[arg-type]
+            if failed is not None:
+                ask.results[node] = failed
+        return ask
 
     def exchange(self) -> Exchange:
         """A new exchange on this prober's connections."""
@@ -222,6 +244,45 @@ class Prober:
             _close(conn)
 
 
+class OpenAsk:
+    """A question out on some nodes' open connections (Prober.ask_open), read by whoever polls
+    its connections: each answer as it comes, the rest given up at the deadline."""
+
+    def __init__(self, nodes: tuple[NodeAddress, ...], deadline: float) -> None:
+        self.nodes = nodes
+        self.deadline = deadline
+        self.started = time.monotonic()
+        self.exchange: Exchange | None = None
+        self.results: dict[NodeAddress, ProbeResult] = {}
+
+    def fds(self) -> tuple[int, ...]:
+        return self.exchange.fds() if self.exchange is not None else ()
+
+    def on_event(self, fd: int) -> None:
+        if self.exchange is not None:
+            result = self.exchange.on_event(fd)
+            if result is not None:
+                self.results[result.node] = result
+
+    @property
+    def done(self) -> bool:
+        return self.exchange is None or not self.exchange.busy
+
+    def finish(self) -> dict[NodeAddress, ProbeResult]:
+        """Every node's result: the answers in, the rest silent (their connections dropped)."""
+        if self.exchange is not None:
+            for result in self.exchange.step(0):
+                self.results[result.node] = result
+            self.exchange.abandon()
+        waited = (time.monotonic() - self.started) * 1000
+        for node in self.nodes:
+            if node not in self.results:
+                self.results[node] = ProbeResult(
+                    node, None, f"no answer in {waited:.0f} ms", waited, ProbeFailure.SILENT
+                )
+        return self.results
+
+
 class Flight:
     """How far one probe got: when its thread began, and its connection once it had one. The
     probe's thread writes it; a collector whose deadline came first reads it."""
@@ -249,6 +310,7 @@ class PendingProbes:
         # how far each thread's probe got, made as it is first asked for
         self.flights: defaultdict[NodeAddress, Flight] = defaultdict(Flight)
         self.exchange: Exchange | None = None  # the nodes asked on their open connections
+        self.exchanged: set[NodeAddress] = set()
 
     @functools.cached_property
     def results(self) -> queue.Queue[ProbeResult]:
@@ -338,8 +400,8 @@ class PendingProbes:
                 f"not heard: the checker woke {late * 1000:.0f} ms after its deadline "
                 "(short of CPU)"
             )
-        if node not in self.nodes:
-            return None
+        if node not in self.nodes or node in self.exchanged:
+            return None  # asked when the probes began; its answer was read at the deadline
         flight = self.flights[node]
         if flight.begun is None:
             return "not heard: the checker had not started its probe by the deadline (short of CPU)"

@@ -14,6 +14,7 @@ out, and put back as they were before the connection is handed back.
 from __future__ import annotations
 
 import contextlib
+import os
 import select
 import ssl
 import threading
@@ -51,12 +52,30 @@ def forget(
 
 
 class _Flight:
-    __slots__ = ("buf", "conn", "node", "question", "rounds", "sent_at", "sock", "text", "timeout")
+    __slots__ = (
+        "buf",
+        "conn",
+        "fd",
+        "node",
+        "question",
+        "rounds",
+        "sent_at",
+        "sock",
+        "text",
+        "timeout",
+        "tls",
+    )
 
-    def __init__(self, node: NodeAddress, conn: Any, question: Question, now: float) -> None:
+    def __init__(
+        self, node: NodeAddress, conn: Any, question: Question[object], now: float
+    ) -> None:
         self.node = node
         self.conn = conn
         self.sock = conn._sock  # PyMySQL keeps its socket there and has no accessor
+        self.fd = self.sock.fileno()
+        # a plain socket is read and written by its descriptor, already non-blocking (PyMySQL
+        # sets a timeout); TLS goes through its SSL object, made non-blocking while out
+        self.tls = isinstance(self.sock, ssl.SSLSocket)
         self.question = question
         self.timeout = self.sock.gettimeout()
         self.text = ""
@@ -97,15 +116,16 @@ class Exchange:
     def flying(self) -> frozenset[NodeAddress]:
         return frozenset(f.node for f in self._flying.values())
 
-    def ask(self, node: NodeAddress, conn: Any, question: Question) -> ProbeResult | None:
+    def ask(self, node: NodeAddress, conn: Any, question: Question[object]) -> ProbeResult | None:
         """Send the question; None while the answer is awaited, a result when it failed here."""
         flight = _Flight(node, conn, question, self._monotonic())
         try:
-            flight.sock.settimeout(0.0)
+            if flight.tls or not flight.timeout:
+                flight.sock.settimeout(0.0)
             self._send(flight)
         except Exception as exc:  # the connection failed under the question: data, as a probe's
             return self._failed(flight, exc)
-        fd = flight.sock.fileno()
+        fd = flight.fd
         self._flying[fd] = flight
         self._poller.register(fd, _READABLE)
         return None
@@ -117,14 +137,24 @@ class Exchange:
         events = self._poller.poll(max(0, int(timeout_s * 1000 + 0.999)))
         done: list[ProbeResult] = []
         for fd, _ in events:
-            flight = self._flying.get(fd)
-            if flight is None:
-                continue
-            result = self._on_readable(flight)
+            result = self.on_event(fd)
             if result is not None:
-                self._land(fd)
                 done.append(result)
         return done
+
+    def fds(self) -> tuple[int, ...]:
+        """The connections awaiting an answer, for a caller that polls them with others."""
+        return tuple(self._flying)
+
+    def on_event(self, fd: int) -> ProbeResult | None:
+        """`fd` is readable (or hung up): its node's result once its answer is whole."""
+        flight = self._flying.get(fd)
+        if flight is None:
+            return None
+        result = self._on_readable(flight)
+        if result is not None:
+            self._land(fd)
+        return result
 
     def abandon(self) -> tuple[NodeAddress, ...]:
         """Drop every connection still waiting for its answer (a late answer cannot be told from
@@ -142,9 +172,9 @@ class Exchange:
         flight.text = flight.question.rendered(flight.conn)
         flight.rounds += 1
         flight.buf = b""
-        packet = wire.query_packet(flight.text.encode(flight.conn.encoding))
+        packet = _packet(flight.text, flight.conn.encoding)
         try:
-            sent = flight.sock.send(packet)
+            sent = flight.sock.send(packet) if flight.tls else os.write(flight.fd, packet)
         except (BlockingIOError, ssl.SSLWantWriteError):
             sent = 0
         except OSError as exc:
@@ -156,7 +186,8 @@ class Exchange:
                 flight.sock.sendall(packet[sent:])
             except OSError as exc:
                 raise _gone(exc) from exc
-            flight.sock.settimeout(0.0)
+            if flight.tls or not flight.timeout:
+                flight.sock.settimeout(0.0)
 
     def _on_readable(self, flight: _Flight) -> ProbeResult | None:
         try:
@@ -171,7 +202,7 @@ class Exchange:
         sock, got = flight.sock, False
         while True:
             try:
-                chunk = sock.recv(_CHUNK)
+                chunk = sock.recv(_CHUNK) if flight.tls else os.read(flight.fd, _CHUNK)
             except (BlockingIOError, ssl.SSLWantReadError):
                 return got
             except OSError as exc:
@@ -180,7 +211,7 @@ class Exchange:
                 raise wire.lost_connection()
             flight.buf += chunk
             got = True
-            if not isinstance(sock, ssl.SSLSocket) or not sock.pending():
+            if not flight.tls or not sock.pending():
                 return True
 
     def _answered(self, flight: _Flight) -> ProbeResult | None:
@@ -194,7 +225,7 @@ class Exchange:
         raw = wire.read_answer(buf)
         if raw is None:
             return None
-        facts = flight.question.read(conn, Answer(tuple(_decoded(conn, r) for r in raw)))
+        facts = flight.question.read(conn, Answer(tuple(decoded(conn, r) for r in raw)))
         if facts is AGAIN:
             if flight.rounds >= MAX_ROUNDS:
                 raise RuntimeError(f"no answer after {MAX_ROUNDS} rounds")
@@ -206,7 +237,8 @@ class Exchange:
         return self._done(flight, facts)
 
     def _done(self, flight: _Flight, facts: object) -> ProbeResult:
-        flight.sock.settimeout(flight.timeout)
+        if flight.tls or not flight.timeout:
+            flight.sock.settimeout(flight.timeout)
         self._give_back(flight.node, flight.conn)
         elapsed = (self._monotonic() - flight.sent_at) * 1000
         return ProbeResult(flight.node, facts, None, elapsed)
@@ -228,6 +260,24 @@ class Exchange:
             self._poller.unregister(fd)
 
 
+_packets_kept: dict[tuple[str, str], bytes] = {}
+_packets_lock = threading.Lock()
+
+
+def _packet(text: str, encoding: str) -> bytes:
+    """The query's packet; the few questions asked again and again are encoded once."""
+    key = (text, encoding)
+    with _packets_lock:
+        found = _packets_kept.get(key)
+    if found is None:
+        found = wire.query_packet(text.encode(encoding))
+        with _packets_lock:
+            if len(_packets_kept) > 256:
+                _packets_kept.clear()
+            _packets_kept[key] = found
+    return found
+
+
 def _gone(exc: OSError) -> Exception:
     """What PyMySQL raises when a query cannot be written."""
     from pymysql import err
@@ -240,7 +290,7 @@ _decoders_kept: dict[tuple[object, ...], tuple[wire.Decoder, ...]] = {}
 _decoders_lock = threading.Lock()
 
 
-def _decoded(conn: Any, raw: wire.RawResult) -> Rows | Exception:
+def decoded(conn: Any, raw: wire.RawResult) -> Rows | Exception:
     """A result's rows as PyMySQL gives them on this connection, or its error."""
     if raw.error is not None:
         return wire.server_error(raw.error)

@@ -13,7 +13,7 @@ import abc
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 Rows = tuple[tuple[Any, ...], ...]
 # the rounds one question may take on one connection (a first answer that says "ask there")
@@ -61,7 +61,10 @@ class Answer:
         return None
 
 
-class Question(abc.ABC):
+Facts = TypeVar("Facts")
+
+
+class Question(abc.ABC, Generic[Facts]):
     """A probe: `ask` names the statement(s) and their parameters, `read` turns the answer into
     the checker's facts (or AGAIN). Calling it asks through PyMySQL on this thread."""
 
@@ -70,14 +73,14 @@ class Question(abc.ABC):
         """The SQL (%s marks) and its parameters, for this connection."""
 
     @abc.abstractmethod
-    def read(self, conn: Any, answer: Answer) -> object:
+    def read(self, conn: Any, answer: Answer) -> Facts | Again:
         """The facts the answer gives, or AGAIN; raises what the answer's error means."""
 
-    def __call__(self, conn: Any) -> object:
+    def __call__(self, conn: Any) -> Facts:
         for _ in range(MAX_ROUNDS):
             sql, params = self.ask(conn)
             got = self.read(conn, answer_by_cursor(conn, sql, params))
-            if got is not AGAIN:
+            if not isinstance(got, Again):
                 return got
         raise RuntimeError(f"{type(self).__name__}: no answer after {MAX_ROUNDS} rounds")
 

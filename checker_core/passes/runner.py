@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from checker_core.core.decide import Decision, decide, view_of
-from checker_core.core.model import BadInput, NodeAddress
+from checker_core.core.decide import ClusterView, Decision, decide, view_of
+from checker_core.core.model import BadInput, ClusterRows, NodeAddress
+from checker_core.core.steady import Decided, still_holds
 from checker_core.edges.backend import Prober
 from checker_core.edges.lock import PassTimeout, cluster_lock, deadline
 from checker_core.edges.memory import StateStore
@@ -97,6 +98,9 @@ class PassRunner:
         self._several: Several | None = None  # with several clusters: a runner each
         # the daemon's last roster per cluster: probed while ProxySQL's rows are being read
         self._last_roster: dict[str, tuple[NodeAddress, ...]] = {}
+        # the daemon's last view and decision per cluster: a steady pass makes neither again
+        self._last_view: dict[str, tuple[ClusterRows, ClusterSettings, ClusterView]] = {}
+        self._decided: dict[str, Decided] = {}
 
     # ------------------------------------------------------------ the clusters' passes
 
@@ -264,9 +268,14 @@ class PassRunner:
         pending = self.prober.start(early, probe_deadline) if early else None
         admin = self.admin()
         rows = admin.read_rows(cluster.hostgroups.all)
-        view = view_of(rows, cluster)
+        last = self._last_view.get(cluster.name)
+        if last is not None and last[0] is rows and last[1] == cluster:
+            view = last[2]  # the very rows read before (AdminClient.read_rows)
+        else:
+            view = view_of(rows, cluster)
         if self.persistent:
             self._last_roster[cluster.name] = view.roster.addresses
+            self._last_view[cluster.name] = (rows, cluster, view)
         return PassRead(admin, rows, view, memory, pending, probe_deadline)
 
     def _probe(self, read: PassRead) -> dict[NodeAddress, ProbeResult]:
@@ -300,16 +309,21 @@ class PassRunner:
         watched = {r.hostgroup_id for r in layout.leaving} | {hg for hg, _ in layout.drains}
         pool = read.admin.connections_in_use(watched) if watched else {}
         now = self.clock()
-        decision = decide(
-            self.kind.policy,
-            read.view,
-            probes,
-            memory=read.memory,
-            cluster=cluster,
-            in_use=pool,
-            now=now,
-            interval_s=self.settings.run.interval_ms / 1000,
-        )
+        last = self._decided.get(cluster.name) if self.persistent else None
+        decision = still_holds(last, read.view, cluster, probes, read.memory)
+        if decision is None:
+            decision = decide(
+                self.kind.policy,
+                read.view,
+                probes,
+                memory=read.memory,
+                cluster=cluster,
+                in_use=pool,
+                now=now,
+                interval_s=self.settings.run.interval_ms / 1000,
+            )
+        if self.persistent:
+            self._decided[cluster.name] = Decided(read.view, cluster, probes, read.memory, decision)
         inputs = PassInputs(self.kind.policy, read.view, read.memory, cluster, now)
         progress.inputs = inputs
         roster = read.view.roster.addresses

@@ -30,6 +30,7 @@ from checker_core.service.listener import Listener, ListenError
 from checker_core.service.readiness import ReadinessWatch
 from checker_core.service.sdnotify import Notifier
 from checker_core.service.watch import MAX_NAP_S, BetweenPasses, Trigger
+from checker_core.service.watch_hub import WatchHub
 from checker_core.settings.config import ConfigError
 
 
@@ -149,6 +150,8 @@ class _Daemon:
         self.listener = self._listen(settings.run.metrics_listen)
         self.runner = PassRunner(settings, kind, persistent=True)
         self.readiness = ReadinessWatch()
+        # one thread watches every cluster's connections and writers between passes
+        self.hub = WatchHub()
         self.advised: dict[str, tuple[str, ...]] = {}
         self._turned = threading.Condition()
         self.loops = self._loops()
@@ -194,6 +197,7 @@ class _Daemon:
             question=self.kind.watch,
             watch_interval_ms=settings.run.watch_interval_ms,
             answer_budget_s=(monitor.connect_timeout_ms + monitor.read_timeout_ms) / 1000,
+            hub=self.hub,
         )
 
     def turned(self) -> None:
@@ -300,6 +304,7 @@ class _Daemon:
 
     def close(self) -> None:
         self.readiness.close()
+        self.hub.close()
         self.runner.close()
         if self.listener is not None:
             self.listener.close()

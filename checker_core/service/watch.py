@@ -5,9 +5,10 @@ leave writes failing for nothing:
 - a probe connection kept open between passes becomes readable: its server closed it, reset it,
   or said goodbye (a killed mysqld's kernel closes its sockets at once; a shutdown sends an error
   first). Waiting costs nothing: the sockets are polled, no query is sent;
-- every run.watch_interval_ms the writers are asked the probe's one question on their open
+- every run.watch_interval_ms the writers are asked the watch's one question on their open
   connection; a different answer (reject, desync, read_only, another view of the group), an
   error or no answer starts a pass;
+  (both by one thread for every cluster, the hub: service/watch_hub.py)
 - a probe that failed in the last pass, on a node the pass before heard, is asked again at once
   by the next pass, not one interval later;
 - a node its hysteresis holds (suspect, recovering) is asked again as soon as one more probe can
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import enum
 import math
-import select
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -31,10 +31,10 @@ from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
 from checker_core.edges.backend import ProbeFn, Prober
 from checker_core.passes.result import PassResult
+from checker_core.service.watch_hub import Watcher, WatchHub
 
 # the longest a wait sleeps in one go: a stop request is noticed within this
 MAX_NAP_S = 0.25
-_POLL_EVENTS = select.POLLIN | select.POLLPRI | getattr(select, "POLLRDHUP", 0)
 
 
 class Cause(enum.Enum):
@@ -149,8 +149,10 @@ class BetweenPasses:
         question: ProbeFn | None,
         watch_interval_ms: int,
         answer_budget_s: float,
+        hub: WatchHub,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.hub = hub
         self.prober = prober
         self.policy = policy
         self.question = question
@@ -171,70 +173,42 @@ class BetweenPasses:
         self._watched = watched_writers(results, self.policy)
 
     def wait(self, until: float, stop: threading.Event) -> Trigger | None:
-        """Block until `until` (monotonic), a stop request, or a reason to pass at once."""
+        """Block until `until` (monotonic), a stop request, or a reason to pass at once. The
+        hub watches the connections and asks the writers meanwhile; they are taken back before
+        this returns."""
         if self._recheck:
             nodes, self._recheck = self._recheck, ()
             names = ", ".join(map(str, nodes))
             return Trigger(Cause.RECHECK, nodes, f"probe of {names} failed")
-        next_question = self.monotonic() + self.watch_s
         recheck_at = min(self._due.values(), default=math.inf)
-        while not stop.is_set():
-            now = self.monotonic()
-            if now >= until:
-                return None
-            if now >= recheck_at:
-                nodes = tuple(sorted(n for n, at in self._due.items() if at <= now))
-                self._due = {}
-                names = ", ".join(map(str, nodes))
-                return Trigger(Cause.RECHECK, nodes, f"{names}: its hysteresis is spent")
-            wake = min(until, recheck_at)
-            asking = self.watch_s > 0 and bool(self._watched)
-            if asking:
-                wake = min(wake, next_question)
-            closed = self._poll(min(wake - now, MAX_NAP_S), stop)
-            if closed is not None:
-                return closed
-            if asking and self.monotonic() >= next_question:
-                trigger = self._ask()
-                if trigger is not None:
-                    return trigger
-                next_question = self.monotonic() + self.watch_s
-        return None
-
-    def _poll(self, timeout_s: float, stop: threading.Event) -> Trigger | None:
-        idle = self.prober.idle()
-        if not idle:
-            stop.wait(max(0.0, timeout_s))  # nothing to watch: a plain nap
-            return None
-        poller = select.poll()
-        for fd in idle:
-            poller.register(fd, _POLL_EVENTS)
-        # rounded up: a timeout truncated to 0 ms would spin until the next question
-        events = poller.poll(max(0, math.ceil(timeout_s * 1000)))
-        # only a connection that is still the node's idle one speaks for its server: one a
-        # probe took since (its answer is readable) or one closed here after a late probe
-        # handed back another (POLLNVAL) says nothing of the server
-        closed = {
-            idle[fd]
-            for fd, event in events
-            if fd in idle and not event & select.POLLNVAL and self.prober.still_idle(*idle[fd])
-        }
-        if not closed:
-            return None
-        nodes = tuple(sorted(node for node, _ in closed))
-        for node in nodes:
-            self.prober.discard(node)
-        names = ", ".join(map(str, nodes))
-        return Trigger(Cause.CLOSED, nodes, f"probe connection to {names} closed by the server")
-
-    def _ask(self) -> Trigger | None:
-        nodes = [w.node for w in self._watched]
-        self.questions += len(nodes)
-        deadline = self.monotonic() + self.answer_budget_s
-        if len(nodes) == 1:
-            # the usual case, asked on this thread: a hand-off to a probe thread would cost
-            # more CPU than the question; a hung writer still ends at the read timeout
-            answers = {nodes[0]: self.prober.probe_one(nodes[0], deadline, self.question)}
-        else:
-            answers = self.prober.probe_all(nodes, deadline, self.question)
-        return changed(self._watched, answers, self.policy)
+        watched = self._watched
+        watcher = Watcher(
+            self.prober,
+            writers=tuple(w.node for w in watched),
+            question=self.question,
+            every_s=self.watch_s,
+            answer_budget_s=self.answer_budget_s,
+            judge=lambda answers: changed(watched, answers, self.policy),
+        )
+        self.hub.watch(watcher)
+        try:
+            while not stop.is_set():
+                now = self.monotonic()
+                if now >= until:
+                    return None
+                if now >= recheck_at:
+                    nodes = tuple(sorted(n for n, at in self._due.items() if at <= now))
+                    self._due = {}
+                    names = ", ".join(map(str, nodes))
+                    return Trigger(Cause.RECHECK, nodes, f"{names}: its hysteresis is spent")
+                if watcher.heard.wait(min(min(until, recheck_at) - now, MAX_NAP_S)):
+                    break
+        finally:
+            self.hub.release(watcher)
+            self.questions += watcher.asked
+        if watcher.closed:
+            names = ", ".join(map(str, watcher.closed))
+            detail = f"probe connection to {names} closed by the server"
+            return Trigger(Cause.CLOSED, watcher.closed, detail)
+        found = watcher.found
+        return found if isinstance(found, Trigger) else None

@@ -88,8 +88,8 @@ def test_the_first_probe_learns_the_variables_and_later_ones_select_just_those()
     server = FakeServer(MARIADB)
     conn = FakeConnection(server)
 
-    first = galera_probe.probe(conn)  # type: ignore[arg-type]
-    later = [galera_probe.probe(conn) for _ in range(2)]  # type: ignore[arg-type]
+    first = galera_probe.probe(conn)
+    later = [galera_probe.probe(conn) for _ in range(2)]
 
     present = (
         "read_only",
@@ -111,16 +111,16 @@ def test_the_first_probe_learns_the_variables_and_later_ones_select_just_those()
 def test_a_new_connection_learns_again() -> None:
     """A reconnect may reach a server restarted as another flavour or version."""
     server = FakeServer(MARIADB)
-    galera_probe.probe(FakeConnection(server))  # type: ignore[arg-type]
-    galera_probe.probe(FakeConnection(server))  # type: ignore[arg-type]
+    galera_probe.probe(FakeConnection(server))
+    galera_probe.probe(FakeConnection(server))
     assert server.queries == [PROBE_SQL, PROBE_SQL]
 
 
 def test_a_server_without_any_of_the_variables_is_asked_its_status_only() -> None:
     server = FakeServer({})
     conn = FakeConnection(server)
-    galera_probe.probe(conn)  # type: ignore[arg-type]
-    facts = galera_probe.probe(conn)  # type: ignore[arg-type]
+    galera_probe.probe(conn)
+    facts = galera_probe.probe(conn)
     assert server.queries[1] == galera_probe.STATUS_SQL
     assert facts.values == {name: value for name, value in STATUS}
 

@@ -13,7 +13,7 @@ import pytest
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
-from checker_core.edges.backend import ProbeFn
+from checker_core.edges.backend import OpenAsk, ProbeFn
 from checker_core.service.watch import (
     BetweenPasses,
     Cause,
@@ -23,6 +23,7 @@ from checker_core.service.watch import (
     rechecks,
     watched_writers,
 )
+from checker_core.service.watch_hub import WatchHub
 from galera_checker.policy import GaleraFacts, GaleraPolicy
 from tests.unit.daemon_cases import after, galera_pass
 from tests.unit.galera_cases import N1, N2, N3, probe_down, probe_ok, steady
@@ -140,11 +141,14 @@ class SocketProber:
         ours, _ = self.pairs.pop(node)
         ours.close()
 
-    def probe_one(
-        self, node: NodeAddress, deadline: float, probe: ProbeFn | None = None
-    ) -> ProbeResult:
-        self.asked += 1
-        return self.answers[node]
+    def ask_open(
+        self, nodes: Sequence[NodeAddress], deadline: float, question: ProbeFn | None = None
+    ) -> OpenAsk:
+        """Answered at once: the question needs no connection here."""
+        self.asked += len(nodes)
+        ask = OpenAsk(tuple(nodes), deadline)
+        ask.results.update({n: self.answers[n] for n in nodes})
+        return ask
 
     def close(self) -> None:
         for ours, theirs in self.pairs.values():
@@ -159,20 +163,30 @@ def prober() -> Iterator[SocketProber]:
     made.close()
 
 
-def between(prober: SocketProber, watch_ms: int) -> BetweenPasses:
+@pytest.fixture
+def hub() -> Iterator[WatchHub]:
+    made = WatchHub()
+    yield made
+    made.close()
+
+
+def between(prober: SocketProber, watch_ms: int, hub: WatchHub) -> BetweenPasses:
     wait = BetweenPasses(
         prober,  # type: ignore[arg-type]
         POLICY,
         question=None,
         watch_interval_ms=watch_ms,
         answer_budget_s=1.0,
+        hub=hub,
     )
     wait.observe([galera_pass(steady(N1), apply=False)])
     return wait
 
 
-def test_a_connection_closed_by_its_server_ends_the_wait(prober: SocketProber) -> None:
-    wait = between(prober, 0)
+def test_a_connection_closed_by_its_server_ends_the_wait(
+    prober: SocketProber, hub: WatchHub
+) -> None:
+    wait = between(prober, 0, hub)
     _, theirs = prober.pairs[N2]
     threading.Timer(0.05, theirs.close).start()
     trigger = wait.wait(time.monotonic() + 60, threading.Event())
@@ -181,24 +195,24 @@ def test_a_connection_closed_by_its_server_ends_the_wait(prober: SocketProber) -
     assert prober.discarded == [N2], "the next probe must connect afresh"
 
 
-def test_a_writer_whose_answer_changes_ends_the_wait(prober: SocketProber) -> None:
-    wait = between(prober, 10)
+def test_a_writer_whose_answer_changes_ends_the_wait(prober: SocketProber, hub: WatchHub) -> None:
+    wait = between(prober, 10, hub)
     prober.answers[N1] = probe_ok(N1, wsrep_reject_queries="ALL")
     trigger = wait.wait(time.monotonic() + 60, threading.Event())
     assert trigger is not None and trigger.cause is Cause.CHANGED
 
 
 def test_a_quiet_cluster_waits_for_the_interval_asking_the_writer_only(
-    prober: SocketProber,
+    prober: SocketProber, hub: WatchHub
 ) -> None:
-    wait = between(prober, 10)
+    wait = between(prober, 10, hub)
     assert wait.wait(time.monotonic() + 0.3, threading.Event()) is None
     assert prober.asked > 0
     assert prober.discarded == []
 
 
-def test_a_stop_request_ends_the_wait(prober: SocketProber) -> None:
-    wait = between(prober, 0)
+def test_a_stop_request_ends_the_wait(prober: SocketProber, hub: WatchHub) -> None:
+    wait = between(prober, 0, hub)
     stop = threading.Event()
     threading.Timer(0.05, stop.set).start()
     assert wait.wait(time.monotonic() + 60, stop) is None
@@ -206,9 +220,9 @@ def test_a_stop_request_ends_the_wait(prober: SocketProber) -> None:
 
 
 def test_a_node_held_by_its_hysteresis_is_asked_again_when_that_is_spent(
-    prober: SocketProber,
+    prober: SocketProber, hub: WatchHub
 ) -> None:
-    wait = between(prober, 0)
+    wait = between(prober, 0, hub)
     quiet = galera_pass(steady(N1), apply=False)
     assert quiet.decision is not None
     spent_at = time.monotonic() + 0.2
@@ -254,11 +268,71 @@ class RacingProber(SocketProber):
 
 
 @pytest.mark.parametrize("race", ["taken", "replaced"])
-def test_a_connection_that_stopped_being_idle_says_nothing_of_its_server(race: str) -> None:
+def test_a_connection_that_stopped_being_idle_says_nothing_of_its_server(
+    race: str, hub: WatchHub
+) -> None:
     racing = RacingProber((N1, N2, N3), race)
     try:
-        wait = between(racing, 0)
+        wait = between(racing, 0, hub)
         assert wait.wait(time.monotonic() + 0.3, threading.Event()) is None
         assert racing.discarded == [], "no connection dropped that its server did not close"
     finally:
         racing.close()
+
+
+class HangingAsk(OpenAsk):
+    """A question no writer answers: out until its deadline, on a socket that stays quiet."""
+
+    def __init__(self, nodes: tuple[NodeAddress, ...], deadline: float, quiet: int) -> None:
+        super().__init__(nodes, deadline)
+        self.quiet = quiet
+
+    def fds(self) -> tuple[int, ...]:
+        return (self.quiet,)
+
+    @property
+    def done(self) -> bool:
+        return False
+
+
+class HangingProber(SocketProber):
+    """Its writers hang: the watch's question to them is never answered."""
+
+    def ask_open(
+        self, nodes: Sequence[NodeAddress], deadline: float, question: ProbeFn | None = None
+    ) -> OpenAsk:
+        self.asked += len(nodes)
+        return HangingAsk(tuple(nodes), deadline, self.pairs[nodes[0]][0].fileno())
+
+
+def test_a_writer_that_hangs_in_one_cluster_never_delays_another(hub: WatchHub) -> None:
+    hanging, quick = HangingProber((N1, N2, N3)), SocketProber((N1, N2, N3))
+    slow = BetweenPasses(
+        hanging,  # type: ignore[arg-type]
+        POLICY,
+        question=None,
+        watch_interval_ms=10,
+        answer_budget_s=600.0,
+        hub=hub,
+    )
+    slow.observe([galera_pass(steady(N1), apply=False)])
+    fast = between(quick, 10, hub)
+    stop = threading.Event()
+    ended: list[object] = []
+    waiting = threading.Thread(target=lambda: ended.append(slow.wait(time.monotonic() + 600, stop)))
+    try:
+        waiting.start()
+        out_by = time.monotonic() + 60
+        while hanging.asked == 0 and waiting.is_alive() and time.monotonic() < out_by:
+            time.sleep(0.001)  # until the hung writer's question is out
+        assert hanging.asked
+        quick.answers[N1] = probe_ok(N1, wsrep_reject_queries="ALL")
+        trigger = fast.wait(time.monotonic() + 600, threading.Event())
+        assert trigger is not None and trigger.cause is Cause.CHANGED
+        assert waiting.is_alive() and not ended, "the hung writer's question is still out"
+    finally:
+        stop.set()
+        waiting.join(timeout=10)
+        hanging.close()
+        quick.close()
+    assert ended == [None], "a stop ends the hung cluster's wait too"

@@ -1,0 +1,142 @@
+"""The daemon's probes on open connections (edges/exchange.py), against the lab's simulated
+Galera nodes: what they read is what PyMySQL reads on its own connection, an unchanged answer
+is the facts read before, and a node that hangs or dies is what a probe thread made of it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pymysql
+import pytest
+from pymysql.constants import CLIENT
+
+from checker_core.core.model import NodeAddress
+from checker_core.core.probes import ProbeFailure
+from checker_core.core.settings import Endpoint, Secret, Tls
+from checker_core.edges.backend import Prober
+from galera_checker.policy import GaleraFacts
+from galera_checker.probe import probe, watch
+from tests.lab.simnodes import SimNodes
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimNodes]:
+    with SimNodes(clusters=1, nodes=3, timeout=5.0) as fleet:
+        yield fleet
+
+
+@pytest.fixture
+def prober() -> Iterator[Prober]:
+    made = Prober(Endpoint("monitor", Secret("x"), Tls(), 1000, 1000), probe, persistent=True)
+    yield made
+    made.close()
+
+
+def address(node: str) -> NodeAddress:
+    return NodeAddress(*SimNodes.address(node))
+
+
+def own_connection(node: str) -> pymysql.connections.Connection[Any]:
+    host, port = SimNodes.address(node)
+    return pymysql.connect(
+        host=host,
+        port=port,
+        user="monitor",
+        password="x",
+        client_flag=CLIENT.MULTI_STATEMENTS,
+        connect_timeout=2,
+        read_timeout=2,
+    )
+
+
+def facts(result: object) -> GaleraFacts:
+    assert isinstance(result, GaleraFacts), result
+    return result
+
+
+def by_pymysql(node: str, twice: bool = True) -> GaleraFacts:
+    """The probe through PyMySQL's cursor: a second probe on a connection selects @@global."""
+    conn = own_connection(node)
+    try:
+        first = probe(conn)
+        return probe(conn) if twice else first
+    finally:
+        conn.close()
+
+
+def test_the_exchange_reads_what_pymysql_reads(sim: SimNodes, prober: Prober) -> None:
+    node = sim.clusters[0].nodes[0]
+    sim.set_variables(node, read_only=True, wsrep_desync=False)
+    sim.set_status(node, wsrep_local_recv_queue=7)
+    try:
+        nodes = [address(node)]
+        deadline = time.monotonic() + 2
+        first = prober.probe_all(nodes, deadline)[nodes[0]]  # a thread: connect, SHOW VARIABLES
+        assert first.answered and len(prober.idle()) == 1
+        later = prober.probe_all(nodes, time.monotonic() + 2)[nodes[0]]  # on the open one
+        watched = prober.probe_one(nodes[0], time.monotonic() + 2, watch)
+        assert later.answered and watched.answered
+        assert facts(later.facts).values == by_pymysql(node).values
+        assert facts(later.facts).values["read_only"] == "ON", "1 from @@global reads as ON"
+        assert facts(later.facts).recv_queue == 7
+        conn = own_connection(node)
+        try:
+            probe(conn)
+            assert facts(watched.facts).values == watch(conn).values
+        finally:
+            conn.close()
+    finally:
+        sim.reset(node)
+
+
+def test_an_unchanged_answer_is_the_facts_read_before(sim: SimNodes, prober: Prober) -> None:
+    node = sim.clusters[0].nodes[1]
+    nodes = [address(node)]
+    try:
+        prober.probe_all(nodes, time.monotonic() + 2)
+        one = prober.probe_all(nodes, time.monotonic() + 2)[nodes[0]].facts
+        two = prober.probe_all(nodes, time.monotonic() + 2)[nodes[0]].facts
+        sim.set_status(node, wsrep_local_state=2, wsrep_local_state_comment="Donor/Desynced")
+        three = prober.probe_all(nodes, time.monotonic() + 2)[nodes[0]].facts
+    finally:
+        sim.reset(node)
+    assert two is one, "the same bytes are not read again"
+    assert three is not one
+    assert facts(three).get("wsrep_local_state_comment") == "Donor/Desynced"
+
+
+def test_a_hung_node_is_silent_at_the_deadline_and_the_others_answer(
+    sim: SimNodes, prober: Prober
+) -> None:
+    names = sim.clusters[0].nodes
+    nodes = [address(n) for n in names]
+    prober.probe_all(nodes, time.monotonic() + 2)
+    assert len(prober.idle()) == 3
+    sim.set_mode(names[2], "hang")
+    try:
+        results = prober.probe_all(nodes, time.monotonic() + 0.3)
+        open_after = {node for node, _ in prober.idle().values()}
+    finally:
+        sim.set_mode(names[2], "ok")
+    assert results[nodes[0]].answered and results[nodes[1]].answered
+    assert results[nodes[2]].how_failed is ProbeFailure.SILENT
+    assert "no answer within the pass deadline" in (results[nodes[2]].error or "")
+    assert open_after == {nodes[0], nodes[1]}, "a connection mid-answer is dropped"
+    again = prober.probe_all(nodes, time.monotonic() + 2)
+    assert all(r.answered for r in again.values()), "the next probe connects afresh"
+
+
+def test_a_node_that_died_is_an_error_as_pymysql_says_it(sim: SimNodes, prober: Prober) -> None:
+    node = sim.clusters[0].nodes[2]
+    nodes = [address(node)]
+    prober.probe_all(nodes, time.monotonic() + 2)
+    sim.set_mode(node, "down")
+    try:
+        dead = prober.probe_all(nodes, time.monotonic() + 2)[nodes[0]]
+    finally:
+        sim.set_mode(node, "ok")
+    assert dead.how_failed is ProbeFailure.ERROR
+    assert "Lost connection to MySQL server during query" in (dead.error or "")
+    assert prober.idle() == {}
