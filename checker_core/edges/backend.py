@@ -44,6 +44,9 @@ class Prober:
         self._persistent = persistent
         self._conns: dict[NodeAddress, pymysql.connections.Connection[Any]] = {}
         self._lock = threading.Lock()
+        # bumped whenever an open connection is taken, handed back or dropped: what idle()
+        # said still holds while it is unchanged
+        self.changes = 0
         self._pool: ThreadPoolExecutor | None = None
         # each node's last answer on its open connection: the same bytes are not read again
         self._memo: dict[tuple[NodeAddress, str], Remembered] = {}
@@ -67,6 +70,7 @@ class Prober:
 
     def _take(self, node: NodeAddress) -> pymysql.connections.Connection[Any] | None:
         with self._lock:
+            self.changes += 1
             return self._conns.pop(node, None)
 
     def _give_back(self, node: NodeAddress, conn: pymysql.connections.Connection[Any]) -> None:
@@ -76,6 +80,7 @@ class Prober:
         with self._lock:
             old = self._conns.pop(node, None)
             self._conns[node] = conn
+            self.changes += 1
         if old is not None:
             _close(old)
 
@@ -169,6 +174,7 @@ class Prober:
             conn = self._conns.get(node)
             if conn is None or not can_exchange(conn, question):
                 return None
+            self.changes += 1
             return self._conns.pop(node)
 
     def ask_open(
@@ -238,6 +244,7 @@ class Prober:
             self._pool = None
         with self._lock:
             conns, self._conns = list(self._conns.values()), {}
+            self.changes += 1
         with self._memo_lock:
             self._memo.clear()
         for conn in conns:
@@ -267,6 +274,11 @@ class OpenAsk:
     @property
     def done(self) -> bool:
         return self.exchange is None or not self.exchange.busy
+
+    @property
+    def closed_by_server(self) -> frozenset[NodeAddress]:
+        """The nodes whose server closed or reset its connection under the question."""
+        return frozenset(self.exchange.closed_by_server) if self.exchange else frozenset()
 
     def finish(self) -> dict[NodeAddress, ProbeResult]:
         """Every node's result: the answers in, the rest silent (their connections dropped)."""

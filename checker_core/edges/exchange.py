@@ -108,6 +108,8 @@ class Exchange:
         self._monotonic = monotonic
         self._flying: dict[int, _Flight] = {}
         self._poller = select.poll()
+        # the nodes whose server closed or reset the connection under the question
+        self.closed_by_server: set[NodeAddress] = set()
 
     @property
     def busy(self) -> bool:
@@ -178,6 +180,7 @@ class Exchange:
         except (BlockingIOError, ssl.SSLWantWriteError):
             sent = 0
         except OSError as exc:
+            self.closed_by_server.add(flight.node)
             raise _gone(exc) from exc
         if sent < len(packet):
             # a send buffer with a whole question's room taken: finish it the blocking way
@@ -206,8 +209,10 @@ class Exchange:
             except (BlockingIOError, ssl.SSLWantReadError):
                 return got
             except OSError as exc:
+                self.closed_by_server.add(flight.node)
                 raise wire.lost_connection(str(exc)) from exc
             if not chunk:
+                self.closed_by_server.add(flight.node)
                 raise wire.lost_connection()
             flight.buf += chunk
             got = True

@@ -125,7 +125,7 @@ class AdminClient:
         # each distinct answer row parsed once: the daemon reads the same rows pass after pass
         self._parsed: dict[tuple[object, ...], ServerRow] = {}
         # read_rows' last answer and its rows, by the hostgroups asked
-        self._last_rows: dict[tuple[int, ...], tuple[str, ClusterRows]] = {}
+        self._last_rows: dict[tuple[int, ...], tuple[bytes, ClusterRows]] = {}
 
     @classmethod
     def connect(cls, settings: ProxySQLSettings) -> AdminClient:
@@ -219,14 +219,14 @@ class AdminClient:
 
     def read_rows(self, hostgroups: Iterable[int]) -> ClusterRows:
         """Live and staging rows of the given hostgroups, in one round trip and one value: the
-        daemon reads the same rows pass after pass, and an answer equal to the last one is
-        the rows it gave then, not parsed again."""
-        wanted = sorted(set(hostgroups))
-        found = self.execute(_rows_as_one_value(len(wanted)), wanted + wanted)
-        text = str(found[0][0] or "") if found else ""
-        last = self._last_rows.get(tuple(wanted))
-        if last is not None and last[0] == text:
+        daemon reads the same rows pass after pass, and an answer byte for byte the last one
+        is the rows it gave then, neither decoded nor parsed again."""
+        wanted = tuple(sorted(set(hostgroups)))
+        raw, value = self._one_value(_rows_as_one_value(len(wanted)), wanted + wanted)
+        last = self._last_rows.get(wanted)
+        if last is not None and last[0] == raw:
             return last[1]
+        text = str(value or "")
         runtime: list[ServerRow] = []
         staging: list[ServerRow] = []
         for line in text.split("\n") if text else ():
@@ -234,8 +234,39 @@ class AdminClient:
             row = self._row(values)
             (runtime if source == "r" else staging).append(row)
         rows = ClusterRows(runtime=sort_rows(runtime), staging=sort_rows(staging))
-        self._last_rows[tuple(wanted)] = (text, rows)
+        self._last_rows[wanted] = (raw, rows)
         return rows
+
+    def _one_value(self, sql: str, params: Sequence[object]) -> tuple[bytes, object]:
+        """A one-row, one-column answer, written and read on PyMySQL's connection by this
+        module: the answer's bytes (to tell it from the last one) and its value as PyMySQL
+        would give it. Failures are said as execute() says them."""
+        from checker_core.edges import wire
+        from checker_core.edges.exchange import decoded
+
+        conn = self._conn
+        sock = getattr(conn, "_sock", None)
+        if sock is None:
+            raise AdminUnreachable(f"{self.where}: connection lost (not connected)")
+        try:
+            text = conn.cursor().mogrify(sql, tuple(params))
+            sock.sendall(wire.query_packet(text.encode(conn.encoding)))
+            buf = b""
+            while (answer := wire.read_answer(buf)) is None:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    raise wire.lost_connection()
+                buf += chunk
+        except OSError as exc:
+            raise AdminUnreachable(f"{self.where}: connection lost ({exc})") from None
+        except wire.ProtocolError as exc:
+            raise AdminUnreachable(f"{self.where}: connection lost ({exc})") from None
+        except Exception as exc:  # a lost connection, as PyMySQL says it
+            raise AdminUnreachable(f"{self.where}: connection lost ({_reason(exc)})") from None
+        first = decoded(conn, answer[0])
+        if isinstance(first, Exception):
+            raise AdminQueryFailed(f"{self.where}: {_reason(first)}")
+        return buf, first[0][0] if first and first[0] else None
 
     def _row(self, values: tuple[object, ...]) -> ServerRow:
         row = self._parsed.get(values)

@@ -18,9 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from checker_core.core.decide import ClusterView, Decision, decide, view_of
-from checker_core.core.model import BadInput, ClusterRows, NodeAddress
-from checker_core.core.steady import Decided, still_holds
+from checker_core.core.decide import Decision, decide, view_of
+from checker_core.core.model import BadInput, NodeAddress
 from checker_core.edges.backend import Prober
 from checker_core.edges.lock import PassTimeout, cluster_lock, deadline
 from checker_core.edges.memory import StateStore
@@ -33,6 +32,7 @@ from checker_core.edges.proxysql import (
     plan_statements,
 )
 from checker_core.passes import gate
+from checker_core.passes.kept import Kept
 from checker_core.passes.plugin import AdviceInput, AfterPass, CheckerKind
 from checker_core.passes.proxy_facts import ProxyFacts
 from checker_core.passes.result import (
@@ -98,9 +98,8 @@ class PassRunner:
         self._several: Several | None = None  # with several clusters: a runner each
         # the daemon's last roster per cluster: probed while ProxySQL's rows are being read
         self._last_roster: dict[str, tuple[NodeAddress, ...]] = {}
-        # the daemon's last view and decision per cluster: a steady pass makes neither again
-        self._last_view: dict[str, tuple[ClusterRows, ClusterSettings, ClusterView]] = {}
-        self._decided: dict[str, Decided] = {}
+        # a daemon's steady pass makes none of its view, decision and statements again
+        self._kept = Kept() if persistent else None
 
     # ------------------------------------------------------------ the clusters' passes
 
@@ -268,14 +267,9 @@ class PassRunner:
         pending = self.prober.start(early, probe_deadline) if early else None
         admin = self.admin()
         rows = admin.read_rows(cluster.hostgroups.all)
-        last = self._last_view.get(cluster.name)
-        if last is not None and last[0] is rows and last[1] == cluster:
-            view = last[2]  # the very rows read before (AdminClient.read_rows)
-        else:
-            view = view_of(rows, cluster)
+        view = self._kept.view(rows, cluster) if self._kept else view_of(rows, cluster)
         if self.persistent:
             self._last_roster[cluster.name] = view.roster.addresses
-            self._last_view[cluster.name] = (rows, cluster, view)
         return PassRead(admin, rows, view, memory, pending, probe_deadline)
 
     def _probe(self, read: PassRead) -> dict[NodeAddress, ProbeResult]:
@@ -309,21 +303,19 @@ class PassRunner:
         watched = {r.hostgroup_id for r in layout.leaving} | {hg for hg, _ in layout.drains}
         pool = read.admin.connections_in_use(watched) if watched else {}
         now = self.clock()
-        last = self._decided.get(cluster.name) if self.persistent else None
-        decision = still_holds(last, read.view, cluster, probes, read.memory)
-        if decision is None:
-            decision = decide(
-                self.kind.policy,
-                read.view,
-                probes,
-                memory=read.memory,
-                cluster=cluster,
-                in_use=pool,
-                now=now,
-                interval_s=self.settings.run.interval_ms / 1000,
-            )
-        if self.persistent:
-            self._decided[cluster.name] = Decided(read.view, cluster, probes, read.memory, decision)
+        made = functools.partial(
+            decide,
+            self.kind.policy,
+            read.view,
+            probes,
+            memory=read.memory,
+            cluster=cluster,
+            in_use=pool,
+            now=now,
+            interval_s=self.settings.run.interval_ms / 1000,
+        )
+        kept = self._kept
+        decision = kept.decision(read.view, cluster, probes, read.memory, made) if kept else made()
         inputs = PassInputs(self.kind.policy, read.view, read.memory, cluster, now)
         progress.inputs = inputs
         roster = read.view.roster.addresses
@@ -348,8 +340,14 @@ class PassRunner:
         owed by an earlier pass."""
         persist = self.settings.run.persist
         save_owed = persist and self.store.save_owed(cluster.name)
-        progress.statements = plan_statements(
-            decision.plan, read.rows.staging, persist, save_owed=save_owed
+        staging = read.rows.staging
+        made = functools.partial(
+            plan_statements, decision.plan, staging, persist, save_owed=save_owed
+        )
+        progress.statements = (
+            self._kept.statements(cluster.name, decision.plan, staging, (persist, save_owed), made)
+            if self._kept
+            else made()
         )
         return save_owed
 

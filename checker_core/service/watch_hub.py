@@ -64,6 +64,17 @@ class Watcher:
         self.leaving_by: float | None = None
         self.released = threading.Event()
         self.out: OpenAsk | None = None
+        # its idle connections by descriptor, looked up again only when its prober's
+        # connections changed (a question out or answered, one dropped, a late probe's)
+        self.idle: dict[int, tuple[NodeAddress, object]] | None = None
+        self._idle_at = -1
+
+    def idle_now(self) -> dict[int, tuple[NodeAddress, object]]:
+        changes = getattr(self.prober, "changes", None)
+        if self.idle is None or changes is None or changes != self._idle_at:
+            self.idle = self.prober.idle()
+            self._idle_at = changes if changes is not None else -1
+        return self.idle
 
     @property
     def asks(self) -> bool:
@@ -160,8 +171,12 @@ class WatchHub:
                 watcher.out = None
                 answers = out.finish()
                 if not watcher.heard.is_set() and watcher.leaving_by is None:
-                    found = watcher.judge(answers)
-                    if found is not None:
+                    if out.closed_by_server:
+                        # closed under the question: what a killed mysqld's kernel does, said
+                        # as a closed connection whether or not a question was out on it
+                        watcher.closed = tuple(sorted(out.closed_by_server))
+                        watcher.heard.set()
+                    elif (found := watcher.judge(answers)) is not None:
                         self._heard(watcher, found)
         if watcher.leaving_by is not None and watcher.out is None:
             with self._lock:
@@ -184,7 +199,7 @@ class WatchHub:
         asked: dict[int, Watcher] = {}
         for watcher in watching:
             if not watcher.heard.is_set() and watcher.leaving_by is None:
-                for fd, (node, conn) in watcher.prober.idle().items():
+                for fd, (node, conn) in watcher.idle_now().items():
                     idle[fd] = (watcher, node, conn)
                     poller.register(fd, _POLL_EVENTS)
             if watcher.out is not None:

@@ -7,8 +7,10 @@ so a pass that must not negotiate TLS leaves it where it was.
 
 from __future__ import annotations
 
+import ssl
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +21,11 @@ import pytest
 from checker_core.core.model import NodeAddress
 from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
 from checker_core.edges import tls
+from checker_core.edges.backend import Prober
 from checker_core.edges.proxysql import AdminClient, AdminUnreachable
 from checker_core.settings.schema import SslMode
+from galera_checker.policy import GaleraFacts
+from galera_checker.probe import probe
 from tests.integration.rig import HG, Rig, as_configured, seeded_rig
 from tests.lab.accounts import ADMIN_PASSWORD, ADMIN_USER, MONITOR_PASSWORD, MONITOR_USER
 from tests.lab.certs import CertSet, make_other_ca
@@ -123,6 +128,38 @@ def test_every_encrypting_mode_gets_tls_from_the_node(
 ) -> None:
     ca = str(certs.ca) if mode.verifies else None
     assert session_cipher(Tls(mode, ca), nodes[1]) != ""
+
+
+def test_the_daemons_probes_on_open_tls_connections_read_what_a_new_one_reads(
+    galera: GaleraLab, certs: CertSet, nodes: list[NodeAddress]
+) -> None:
+    """A kept connection is asked through the exchange, over its TLS socket: the facts are the
+    ones a probe on a connection of its own reads, and an unchanged answer is those facts."""
+    monitor = Endpoint(
+        MONITOR_USER, Secret(MONITOR_PASSWORD), Tls(SslMode.VERIFY_CA, str(certs.ca)), 5000, 5000
+    )
+    prober = Prober(monitor, probe, persistent=True)
+    try:
+        first = prober.probe_all(nodes, time.monotonic() + 10)  # threads: connect over TLS
+        kept = {n: tls_of(c) for n, c in prober.idle().values()}
+        later = prober.probe_all(nodes, time.monotonic() + 10)  # the exchange
+        again = prober.probe_all(nodes, time.monotonic() + 10)
+    finally:
+        prober.close()
+    assert set(kept) == set(nodes) and all(kept.values()), "each kept connection is TLS"
+    for node in nodes:
+        assert first[node].answered and later[node].answered, later[node].error
+        before, after = first[node].facts, later[node].facts
+        assert isinstance(before, GaleraFacts) and isinstance(after, GaleraFacts)
+        assert after.get("wsrep_cluster_state_uuid") == before.get("wsrep_cluster_state_uuid")
+        assert after.get("wsrep_gcomm_uuid") == before.get("wsrep_gcomm_uuid")
+        assert after.read_only == before.read_only
+        assert after.get("wsrep_provider_options") == before.get("wsrep_provider_options")
+        assert again[node].facts is later[node].facts, "the same answer is not read again"
+
+
+def tls_of(conn: object) -> bool:
+    return isinstance(getattr(conn, "_sock", None), ssl.SSLSocket)
 
 
 # ---------------------------------------------------------------- the admin endpoint

@@ -165,8 +165,9 @@ class AnsweringAdmin(AdminClient):
         self.answer = answer
         self.parsed = 0
 
-    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
-        return [(packed(self.answer),)]
+    def _one_value(self, sql: str, params: Sequence[object]) -> tuple[bytes, object]:
+        value = packed(self.answer)
+        return (value or "").encode(), value
 
     def _row(self, values: tuple[object, ...]) -> ServerRow:
         before = len(self._parsed)

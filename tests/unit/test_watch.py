@@ -336,3 +336,33 @@ def test_a_writer_that_hangs_in_one_cluster_never_delays_another(hub: WatchHub) 
         hanging.close()
         quick.close()
     assert ended == [None], "a stop ends the hung cluster's wait too"
+
+
+class ClosedUnderAsk(OpenAsk):
+    """The writer's server closed the connection while the watch's question was out."""
+
+    @property
+    def closed_by_server(self) -> frozenset[NodeAddress]:
+        return frozenset(self.nodes)
+
+
+class ClosingProber(SocketProber):
+    def ask_open(
+        self, nodes: Sequence[NodeAddress], deadline: float, question: ProbeFn | None = None
+    ) -> OpenAsk:
+        self.asked += len(nodes)
+        ask = ClosedUnderAsk(tuple(nodes), deadline)
+        lost = "Lost connection to MySQL server during query (error 2013)"
+        ask.results.update({n: probe_down(n, lost) for n in nodes})
+        return ask
+
+
+def test_a_connection_closed_under_the_watchs_question_is_said_as_closed(hub: WatchHub) -> None:
+    """A writer killed while its question is out: the same cause as a closed idle connection."""
+    closing = ClosingProber((N1, N2, N3))
+    try:
+        trigger = between(closing, 10, hub).wait(time.monotonic() + 600, threading.Event())
+    finally:
+        closing.close()
+    assert trigger is not None and trigger.cause is Cause.CLOSED
+    assert trigger.nodes == (N1,)

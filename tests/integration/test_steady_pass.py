@@ -1,0 +1,65 @@
+"""A daemon's steady pass over simulated Galera nodes and a ProxySQL: the same rows and the same
+answers keep the last decision, and the first answer that differs is decided afresh."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from checker_core.passes.result import Mode, Outcome, PassResult
+from checker_core.passes.runner import PassRunner
+from checker_core.settings.config import load
+from checker_core.settings.schema import Checker
+from galera_checker.cli import kind as galera_kind
+from tests.integration.rig import admin_for
+from tests.lab.fleet_config import Fleet, seed, write_config
+from tests.lab.proxysql import ProxySQLLab
+from tests.lab.simnodes import SimNodes
+
+pytestmark = [pytest.mark.proxysql]
+
+
+@pytest.fixture
+def runner(private_proxysql: ProxySQLLab, tmp_path: Path) -> Iterator[tuple[SimNodes, PassRunner]]:
+    private_proxysql.reset()
+    with SimNodes(clusters=1, nodes=3) as sim:
+        fleet = Fleet.of(sim)
+        admin = admin_for(private_proxysql)
+        try:
+            seed(admin, fleet)
+        finally:
+            admin.close()
+        config = write_config(private_proxysql, fleet, tmp_path / "checker", 2000)
+        made = PassRunner(load(config, Checker.GALERA, env={}), galera_kind(), persistent=True)
+        try:
+            yield sim, made
+        finally:
+            made.close()
+
+
+def one_pass(runner: PassRunner) -> PassResult:
+    (result,) = runner.run_all(Mode.APPLY)
+    return result
+
+
+def test_a_steady_pass_keeps_its_decision_until_an_answer_differs(
+    runner: tuple[SimNodes, PassRunner],
+) -> None:
+    sim, checker = runner
+    for _ in range(20):  # until the layout is placed and the counters settled
+        if one_pass(checker).outcome is Outcome.UNCHANGED:
+            break
+    first, second, third = one_pass(checker), one_pass(checker), one_pass(checker)
+    assert first.outcome is second.outcome is third.outcome is Outcome.UNCHANGED
+    assert second.decision is first.decision and third.decision is first.decision
+    (writer,) = first.writers
+    sim.set_variables(f"{writer.host}:{writer.port}", wsrep_reject_queries="ALL")
+    try:
+        moved = one_pass(checker)
+    finally:
+        sim.reset(f"{writer.host}:{writer.port}")
+    assert moved.decision is not first.decision
+    assert moved.outcome is Outcome.CHANGED
+    assert writer not in moved.writers, "a writer that rejects queries is no writer"
