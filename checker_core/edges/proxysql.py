@@ -222,8 +222,10 @@ class AdminClient:
         daemon reads the same rows pass after pass, and an answer byte for byte the last one
         is the rows it gave then, neither decoded nor parsed again."""
         wanted = tuple(sorted(set(hostgroups)))
-        raw, value = self._one_value(_rows_as_one_value(len(wanted)), wanted + wanted)
         last = self._last_rows.get(wanted)
+        raw, value = self._one_value(
+            _rows_as_one_value(len(wanted)), wanted + wanted, last[0] if last else None
+        )
         if last is not None and last[0] == raw:
             return last[1]
         text = str(value or "")
@@ -237,10 +239,13 @@ class AdminClient:
         self._last_rows[wanted] = (raw, rows)
         return rows
 
-    def _one_value(self, sql: str, params: Sequence[object]) -> tuple[bytes, object]:
+    def _one_value(
+        self, sql: str, params: Sequence[object], last: bytes | None = None
+    ) -> tuple[bytes, object]:
         """A one-row, one-column answer, written and read on PyMySQL's connection by this
         module: the answer's bytes (to tell it from the last one) and its value as PyMySQL
-        would give it. Failures are said as execute() says them."""
+        would give it (None, not decoded, when the bytes are `last`'s). Failures are said as
+        execute() says them."""
         from checker_core.edges import wire
         from checker_core.edges.exchange import decoded
 
@@ -252,11 +257,15 @@ class AdminClient:
             text = conn.cursor().mogrify(sql, tuple(params))
             sock.sendall(wire.query_packet(text.encode(conn.encoding)))
             buf = b""
-            while (answer := wire.read_answer(buf)) is None:
+            while True:
                 chunk = sock.recv(65536)
                 if not chunk:
                     raise wire.lost_connection()
                 buf += chunk
+                if buf == last:
+                    return buf, None  # the answer of last time, whole: nothing to decode
+                if (answer := wire.read_answer(buf)) is not None:
+                    break
         except OSError as exc:
             raise AdminUnreachable(f"{self.where}: connection lost ({exc})") from None
         except wire.ProtocolError as exc:

@@ -108,7 +108,7 @@ class ClusterLoop:
             results.append(result)
         self.last = results[-1] if results else None
         self.turns += 1
-        daemon.turned()
+        daemon.turned(self)
         self.between.observe(results)
 
     def wait_next(self, stop: threading.Event) -> None:
@@ -154,6 +154,7 @@ class _Daemon:
         self.hub = WatchHub()
         self.advised: dict[str, tuple[str, ...]] = {}
         self._turned = threading.Condition()
+        self._not_turned: set[str] = set()  # the loops that have not turned since the report
         self.loops = self._loops()
         self._warm_up()
         self._warn_watchdog(settings)
@@ -200,9 +201,13 @@ class _Daemon:
             hub=self.hub,
         )
 
-    def turned(self) -> None:
+    def turned(self, loop: ClusterLoop) -> None:
+        """A loop turned; the reporting thread is woken once every loop has (with many
+        clusters, a wake-up per pass of each would cost more than the report)."""
         with self._turned:
-            self._turned.notify_all()
+            self._not_turned.discard(loop.name)
+            if not self._not_turned:
+                self._turned.notify_all()
 
     def loop(
         self,
@@ -267,6 +272,9 @@ class _Daemon:
             threading.Thread(target=run, args=(loop,), name=f"loop-{loop.name}", daemon=True)
             for loop in self.loops
         ]
+        names = {loop.name for loop in self.loops}
+        with self._turned:
+            self._not_turned = set(names)
         for thread in threads:
             thread.start()
         seen = [loop.turns for loop in self.loops]
@@ -279,6 +287,8 @@ class _Daemon:
                     # every loop turned since the last report: the watchdog is for a loop that
                     # stopped turning, any one of them
                     seen = turns
+                    with self._turned:
+                        self._not_turned = set(names)
                     self._report_to_systemd(first=not ready)
                     ready = True
                     if on_pass is not None:

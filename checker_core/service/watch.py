@@ -206,6 +206,8 @@ class BetweenPasses:
         finally:
             self.hub.release(watcher)
             self.questions += watcher.asked
+        if watcher.failed is not None:
+            raise watcher.failed  # said by the loop: the watch failed, the cadence goes on
         if watcher.closed:
             names = ", ".join(map(str, watcher.closed))
             detail = f"probe connection to {names} closed by the server"

@@ -61,6 +61,7 @@ class Watcher:
         # answers' verdict
         self.closed: tuple[NodeAddress, ...] = ()
         self.found: object | None = None
+        self.failed: Exception | None = None  # what broke the hub's turn
         self.leaving_by: float | None = None
         self.released = threading.Event()
         self.out: OpenAsk | None = None
@@ -143,23 +144,37 @@ class WatchHub:
                 if self._closed:
                     return
                 watchers = list(self._watchers)
-            now = self.monotonic()
-            watching = [w for w in watchers if not self._settle(w, now)]
-            wake = now + HUB_NAP_S
-            asking = [w for w in watching if w.asks and not w.heard.is_set() and not w.leaving_by]
-            if asking:
-                if now >= self._next_round:
-                    for watcher in asking:
-                        if watcher.out is None:
-                            self._ask(watcher, now)
-                    self._next_round = now + min(w.every_s for w in asking)
-                wake = min(wake, self._next_round)
-            for watcher in watching:
-                if watcher.out is not None:
-                    wake = min(wake, watcher.out.deadline)
-                if watcher.leaving_by is not None:
-                    wake = min(wake, watcher.leaving_by)
-            self._poll(watching, max(0.0, wake - self.monotonic()))
+            try:
+                self._turn(watchers)
+            except Exception as exc:  # the net: the watch is an acceleration, never the loop
+                for watcher in watchers:
+                    if watcher.leaving_by is None:
+                        watcher.failed = exc
+                        watcher.heard.set()
+                    else:
+                        self._give_up(watcher)
+                with self._lock:
+                    self._watchers = [w for w in self._watchers if w not in watchers]
+
+    def _turn(self, watchers: list[Watcher]) -> None:
+        """One turn of the hub: answers judged, a round asked if due, then a poll."""
+        now = self.monotonic()
+        watching = [w for w in watchers if not self._settle(w, now)]
+        wake = now + HUB_NAP_S
+        asking = [w for w in watching if w.asks and not w.heard.is_set() and not w.leaving_by]
+        if asking:
+            if now >= self._next_round:
+                for watcher in asking:
+                    if watcher.out is None:
+                        self._ask(watcher, now)
+                self._next_round = now + min(w.every_s for w in asking)
+            wake = min(wake, self._next_round)
+        for watcher in watching:
+            if watcher.out is not None:
+                wake = min(wake, watcher.out.deadline)
+            if watcher.leaving_by is not None:
+                wake = min(wake, watcher.leaving_by)
+        self._poll(watching, max(0.0, wake - self.monotonic()))
 
     def _settle(self, watcher: Watcher, now: float) -> bool:
         """Finish what is due for the watcher: its answers judged, its release. Whether it is

@@ -165,9 +165,12 @@ class AnsweringAdmin(AdminClient):
         self.answer = answer
         self.parsed = 0
 
-    def _one_value(self, sql: str, params: Sequence[object]) -> tuple[bytes, object]:
+    def _one_value(
+        self, sql: str, params: Sequence[object], last: bytes | None = None
+    ) -> tuple[bytes, object]:
         value = packed(self.answer)
-        return (value or "").encode(), value
+        raw = (value or "").encode()
+        return (raw, None) if raw == last else (raw, value)
 
     def _row(self, values: tuple[object, ...]) -> ServerRow:
         before = len(self._parsed)

@@ -366,3 +366,25 @@ def test_a_connection_closed_under_the_watchs_question_is_said_as_closed(hub: Wa
         closing.close()
     assert trigger is not None and trigger.cause is Cause.CLOSED
     assert trigger.nodes == (N1,)
+
+
+class BrokenProber(SocketProber):
+    def ask_open(
+        self, nodes: Sequence[NodeAddress], deadline: float, question: ProbeFn | None = None
+    ) -> OpenAsk:
+        raise RuntimeError("a bug in asking")
+
+
+def test_a_failure_in_the_hub_is_the_waiting_loops_to_say_and_the_hub_goes_on(
+    hub: WatchHub,
+) -> None:
+    broken, quick = BrokenProber((N1, N2, N3)), SocketProber((N1, N2, N3))
+    try:
+        with pytest.raises(RuntimeError, match="a bug in asking"):
+            between(broken, 10, hub).wait(time.monotonic() + 600, threading.Event())
+        quick.answers[N1] = probe_ok(N1, wsrep_reject_queries="ALL")
+        trigger = between(quick, 10, hub).wait(time.monotonic() + 600, threading.Event())
+    finally:
+        broken.close()
+        quick.close()
+    assert trigger is not None and trigger.cause is Cause.CHANGED
