@@ -9,7 +9,6 @@ one `LOAD MYSQL SERVERS TO RUNTIME` that makes all of them live at once (rule S2
 from __future__ import annotations
 
 import contextlib
-import functools
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,9 @@ from checker_core.core.model import (
     ServerStatus,
     sort_rows,
 )
+from checker_core.edges import wire
+from checker_core.edges.exchange import decoded
+from checker_core.edges.proxysql_rows import answer_bytes, rows_as_one_value, unpacked
 
 if TYPE_CHECKING:
     import pymysql
@@ -87,33 +89,6 @@ def _select(table: str, count: int, tag: str | None = None) -> str:
     marks = ", ".join(["%s"] * count)
     label = f"'{tag}', " if tag else ""
     return f"SELECT {label}{_COLUMN_LIST} FROM {table} WHERE hostgroup_id IN ({marks})"  # noqa: S608
-
-
-# each column as 'x' and the hex of its text, or 'n' for NULL: no value can hold a separator
-_PACKED_COLUMNS = " || '|' || ".join(f"coalesce('x' || hex({name}), 'n')" for name in COLUMNS)
-
-
-@functools.lru_cache(maxsize=16)
-def _rows_as_one_value(count: int) -> str:
-    """The runtime rows ('r') and the staging rows ('m') of `count` hostgroup parameters, one
-    line each, in one value (SQLite's group_concat: ProxySQL's admin and the lab's alike)."""
-    marks = ", ".join(["%s"] * count)
-    parts = [
-        f"SELECT '{tag}|' || {_PACKED_COLUMNS} AS line FROM {table} "  # noqa: S608
-        f"WHERE hostgroup_id IN ({marks})"
-        for tag, table in (("r", "runtime_mysql_servers"), ("m", "mysql_servers"))
-    ]
-    return f"SELECT group_concat(line, char(10)) FROM ({' UNION ALL '.join(parts)})"  # noqa: S608
-
-
-def _unpacked(line: str) -> tuple[str, tuple[str | None, ...]]:
-    """One line of _rows_as_one_value: its source tag, and its values as the admin's text."""
-    source, *packed = line.split("|")
-    values = tuple(
-        None if value == "n" else bytes.fromhex(value[1:]).decode("utf-8", "replace")
-        for value in packed
-    )
-    return source, values
 
 
 class AdminClient:
@@ -224,7 +199,7 @@ class AdminClient:
         wanted = tuple(sorted(set(hostgroups)))
         last = self._last_rows.get(wanted)
         raw, value = self._one_value(
-            _rows_as_one_value(len(wanted)), wanted + wanted, last[0] if last else None
+            rows_as_one_value(len(wanted)), wanted + wanted, last[0] if last else None
         )
         if last is not None and last[0] == raw:
             return last[1]
@@ -232,7 +207,7 @@ class AdminClient:
         runtime: list[ServerRow] = []
         staging: list[ServerRow] = []
         for line in text.split("\n") if text else ():
-            source, values = _unpacked(line)
+            source, values = unpacked(line)
             row = self._row(values)
             (runtime if source == "r" else staging).append(row)
         rows = ClusterRows(runtime=sort_rows(runtime), staging=sort_rows(staging))
@@ -246,32 +221,20 @@ class AdminClient:
         module: the answer's bytes (to tell it from the last one) and its value as PyMySQL
         would give it (None, not decoded, when the bytes are `last`'s). Failures are said as
         execute() says them."""
-        from checker_core.edges import wire
-        from checker_core.edges.exchange import decoded
-
         conn = self._conn
         sock = getattr(conn, "_sock", None)
         if sock is None:
             raise AdminUnreachable(f"{self.where}: connection lost (not connected)")
         try:
-            text = conn.cursor().mogrify(sql, tuple(params))
-            sock.sendall(wire.query_packet(text.encode(conn.encoding)))
-            buf = b""
-            while True:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    raise wire.lost_connection()
-                buf += chunk
-                if buf == last:
-                    return buf, None  # the answer of last time, whole: nothing to decode
-                if (answer := wire.read_answer(buf)) is not None:
-                    break
+            buf, answer = answer_bytes(conn, sock, sql, params, last)
         except OSError as exc:
             raise AdminUnreachable(f"{self.where}: connection lost ({exc})") from None
         except wire.ProtocolError as exc:
             raise AdminUnreachable(f"{self.where}: connection lost ({exc})") from None
         except Exception as exc:  # a lost connection, as PyMySQL says it
             raise AdminUnreachable(f"{self.where}: connection lost ({_reason(exc)})") from None
+        if answer is None:
+            return buf, None  # the answer of last time, whole: nothing to decode
         first = decoded(conn, answer[0])
         if isinstance(first, Exception):
             raise AdminQueryFailed(f"{self.where}: {_reason(first)}")

@@ -1,0 +1,58 @@
+"""ProxySQL's rows of a hostgroup set as one packed value, and a one-value answer read as bytes
+on the admin connection: the daemon reads the same rows pass after pass, and bytes equal to the
+last answer's need neither decoding nor parsing."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from checker_core.core.model import COLUMNS
+from checker_core.edges import wire
+
+# each column as 'x' and the hex of its text, or 'n' for NULL: no value can hold a separator
+_PACKED_COLUMNS = " || '|' || ".join(f"coalesce('x' || hex({name}), 'n')" for name in COLUMNS)
+
+
+@functools.lru_cache(maxsize=16)
+def rows_as_one_value(count: int) -> str:
+    """The runtime rows ('r') and the staging rows ('m') of `count` hostgroup parameters, one
+    line each, in one value (SQLite's group_concat: ProxySQL's admin and the lab's alike)."""
+    marks = ", ".join(["%s"] * count)
+    parts = [
+        f"SELECT '{tag}|' || {_PACKED_COLUMNS} AS line FROM {table} "  # noqa: S608
+        f"WHERE hostgroup_id IN ({marks})"
+        for tag, table in (("r", "runtime_mysql_servers"), ("m", "mysql_servers"))
+    ]
+    return f"SELECT group_concat(line, char(10)) FROM ({' UNION ALL '.join(parts)})"  # noqa: S608
+
+
+def unpacked(line: str) -> tuple[str, tuple[str | None, ...]]:
+    """One line of rows_as_one_value: its source tag, and its values as the admin's text."""
+    source, *packed = line.split("|")
+    values = tuple(
+        None if value == "n" else bytes.fromhex(value[1:]).decode("utf-8", "replace")
+        for value in packed
+    )
+    return source, values
+
+
+def answer_bytes(
+    conn: Any, sock: Any, sql: str, params: Sequence[object], last: bytes | None
+) -> tuple[bytes, tuple[wire.RawResult, ...] | None]:
+    """Ask on PyMySQL's connection, with its socket's timeout; the answer's bytes and its
+    results (None when the bytes are `last`, whole). Raises OSError, wire.ProtocolError, or
+    PyMySQL's error for a connection that closed under the question."""
+    text = conn.cursor().mogrify(sql, tuple(params))
+    sock.sendall(wire.query_packet(text.encode(conn.encoding)))
+    buf = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise wire.lost_connection()
+        buf += chunk
+        if buf == last:
+            return buf, None
+        if (answer := wire.read_answer(buf)) is not None:
+            return buf, answer
