@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,9 +127,13 @@ class _TapCursor:
     def fetchall(self) -> tuple[tuple[Any, ...], ...]:
         return self._rows
 
+    def mogrify(self, sql: str, params: Any = None) -> str:
+        return str(self._cursor.mogrify(sql, params))
+
 
 class _Tap:
-    """A PyMySQL connection that records every statement's answer (AdminClient's only door)."""
+    """A PyMySQL connection that records every statement's answer. AdminClient asks through its
+    cursor, or (the rows of a pass, one packed value) on its socket: _TapAdmin records those."""
 
     def __init__(self, conn: Any, transcript: list[Answer]) -> None:
         self._conn = conn
@@ -141,10 +145,35 @@ class _Tap:
     def close(self) -> None:
         self._conn.close()
 
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)  # the socket, the encoding and the decoders
+
+
+class _TapAdmin(AdminClient):
+    """Records each one-value answer read on the socket, its packed rows one line a row (the
+    order group_concat gives them is not ProxySQL's promise), always decoded."""
+
+    def __init__(self, conn: _Tap) -> None:
+        super().__init__(conn, "differential")  # type: ignore[arg-type]
+        self._tap = conn
+
+    def _one_value(
+        self, sql: str, params: Sequence[object], last: bytes | None = None
+    ) -> tuple[bytes, object]:
+        sent = self._tap.cursor().mogrify(sql, tuple(params))
+        try:
+            raw, value = super()._one_value(sql, params, None)
+        except AdminError as exc:
+            self._tap.transcript.append(Answer(sent, error=(0, str(exc))))
+            raise
+        lines = sorted(str(value).split("\n")) if value is not None else []
+        self._tap.transcript.append(Answer(sent, (("value", 0),), tuple((v,) for v in lines)))
+        return raw, value
+
 
 def tapped(lab: ProxySQLLab) -> tuple[AdminClient, list[Answer]]:
     transcript: list[Answer] = []
-    client = AdminClient(_Tap(lab.connect(), transcript), "differential")  # type: ignore[arg-type]
+    client = _TapAdmin(_Tap(lab.connect(), transcript))
     return client, transcript
 
 
