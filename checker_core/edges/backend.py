@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.edges import driver, tls
-from checker_core.edges.exchange import Exchange, Remembered, can_exchange, forget
 from checker_core.edges.failures import describe_error, failure_of
 
 if TYPE_CHECKING:
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     import pymysql
 
     from checker_core.core.settings import Endpoint
+    from checker_core.edges.exchange import Exchange, Remembered
 
 ProbeFn = Callable[["pymysql.connections.Connection[Any]"], object]
 
@@ -172,7 +172,12 @@ class Prober:
             return None
         with self._lock:
             conn = self._conns.get(node)
-            if conn is None or not can_exchange(conn, question):
+            if conn is None:
+                return None
+            # the daemon's only: a one-shot pass never loads the exchange
+            from checker_core.edges.exchange import can_exchange
+
+            if not can_exchange(conn, question):
                 return None
             self.changes += 1
             return self._conns.pop(node)
@@ -201,6 +206,8 @@ class Prober:
 
     def exchange(self) -> Exchange:
         """A new exchange on this prober's connections."""
+        from checker_core.edges.exchange import Exchange
+
         return Exchange(self._memo, self._give_back, _close, self._memo_lock)
 
     def probe_all(
@@ -235,7 +242,10 @@ class Prober:
         conn = self._take(node)
         if conn is not None:
             _close(conn)
-        forget(self._memo, self._memo_lock, node)
+        if self._memo:
+            from checker_core.edges.exchange import forget
+
+            forget(self._memo, self._memo_lock, node)
 
     def close(self) -> None:
         if self._pool is not None:

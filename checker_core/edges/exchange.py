@@ -27,7 +27,7 @@ from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
 from checker_core.edges import wire
 from checker_core.edges.failures import describe_error, failure_of
-from checker_core.edges.question import AGAIN, MAX_ROUNDS, Answer, Question, Rows
+from checker_core.edges.question import AGAIN, MAX_ROUNDS, Answer, Question
 
 _READABLE = select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP
 _CHUNK = 65536
@@ -230,7 +230,7 @@ class Exchange:
         raw = wire.read_answer(buf)
         if raw is None:
             return None
-        facts = flight.question.read(conn, Answer(tuple(decoded(conn, r) for r in raw)))
+        facts = flight.question.read(conn, Answer(tuple(wire.decoded(conn, r) for r in raw)))
         if facts is AGAIN:
             if flight.rounds >= MAX_ROUNDS:
                 raise RuntimeError(f"no answer after {MAX_ROUNDS} rounds")
@@ -289,34 +289,3 @@ def _gone(exc: OSError) -> Exception:
     from pymysql.constants import CR
 
     return err.OperationalError(CR.CR_SERVER_GONE_ERROR, f"MySQL server has gone away ({exc!r})")
-
-
-_decoders_kept: dict[tuple[object, ...], tuple[wire.Decoder, ...]] = {}
-_decoders_lock = threading.Lock()
-
-
-def decoded(conn: Any, raw: wire.RawResult) -> Rows | Exception:
-    """A result's rows as PyMySQL gives them on this connection, or its error."""
-    if raw.error is not None:
-        return wire.server_error(raw.error)
-    key = (raw.columns, conn.encoding, conn.use_unicode, id(conn.decoders))
-    with _decoders_lock:
-        found = _decoders_kept.get(key)
-    if found is None:
-        found = wire.decoders(conn, raw.columns)
-        with _decoders_lock:
-            if len(_decoders_kept) > 256:
-                _decoders_kept.clear()
-            _decoders_kept[key] = found
-    return tuple(_row(values, found) for values in raw.rows)
-
-
-def _row(values: tuple[bytes | None, ...], found: tuple[wire.Decoder, ...]) -> tuple[Any, ...]:
-    out: list[Any] = []
-    for value, (encoding, converter) in zip(values, found, strict=False):
-        if value is None:
-            out.append(None)
-            continue
-        data: Any = value.decode(encoding) if encoding is not None else value
-        out.append(converter(data) if converter is not None else data)
-    return tuple(out)

@@ -25,9 +25,7 @@ from checker_core.core.model import (
     ServerStatus,
     sort_rows,
 )
-from checker_core.edges import wire
-from checker_core.edges.exchange import decoded
-from checker_core.edges.proxysql_rows import answer_bytes, rows_as_one_value, unpacked
+from checker_core.edges.proxysql_rows import rows_as_one_value, unpacked
 
 if TYPE_CHECKING:
     import pymysql
@@ -100,7 +98,7 @@ class AdminClient:
         # each distinct answer row parsed once: the daemon reads the same rows pass after pass
         self._parsed: dict[tuple[object, ...], ServerRow] = {}
         # read_rows' last answer and its rows, by the hostgroups asked
-        self._last_rows: dict[tuple[int, ...], tuple[bytes, ClusterRows]] = {}
+        self._last_rows: dict[tuple[int, ...], tuple[bytes, str, ClusterRows]] = {}
 
     @classmethod
     def connect(cls, settings: ProxySQLSettings) -> AdminClient:
@@ -198,12 +196,18 @@ class AdminClient:
         is the rows it gave then, neither decoded nor parsed again."""
         wanted = tuple(sorted(set(hostgroups)))
         last = self._last_rows.get(wanted)
-        raw, value = self._one_value(
-            rows_as_one_value(len(wanted)), wanted + wanted, last[0] if last else None
-        )
-        if last is not None and last[0] == raw:
-            return last[1]
-        text = str(value or "")
+        sql = rows_as_one_value(len(wanted))
+        if last is None:
+            # a client's first read (a one-shot pass's only) goes through the cursor
+            found = self.execute(sql, wanted + wanted)
+            raw, value = b"", found[0][0] if found else None
+        else:
+            raw, value = self._one_value(sql, wanted + wanted, last[0])
+        text = "" if value is None else str(value)
+        if last is not None and (last[0] == raw or (value is not None and last[1] == text)):
+            # the same answer; after a first read by cursor its bytes are learnt here
+            self._last_rows[wanted] = (raw, last[1], last[2])
+            return last[2]
         runtime: list[ServerRow] = []
         staging: list[ServerRow] = []
         for line in text.split("\n") if text else ():
@@ -211,7 +215,7 @@ class AdminClient:
             row = self._row(values)
             (runtime if source == "r" else staging).append(row)
         rows = ClusterRows(runtime=sort_rows(runtime), staging=sort_rows(staging))
-        self._last_rows[wanted] = (raw, rows)
+        self._last_rows[wanted] = (raw, text, rows)
         return rows
 
     def _one_value(
@@ -221,6 +225,9 @@ class AdminClient:
         module: the answer's bytes (to tell it from the last one) and its value as PyMySQL
         would give it (None, not decoded, when the bytes are `last`'s). Failures are said as
         execute() says them."""
+        from checker_core.edges import wire
+        from checker_core.edges.proxysql_rows import answer_bytes
+
         conn = self._conn
         sock = getattr(conn, "_sock", None)
         if sock is None:
@@ -235,7 +242,7 @@ class AdminClient:
             raise AdminUnreachable(f"{self.where}: connection lost ({_reason(exc)})") from None
         if answer is None:
             return buf, None  # the answer of last time, whole: nothing to decode
-        first = decoded(conn, answer[0])
+        first = wire.decoded(conn, answer[0])
         if isinstance(first, Exception):
             raise AdminQueryFailed(f"{self.where}: {_reason(first)}")
         return buf, first[0][0] if first and first[0] else None

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checker_core.core.model import COLUMNS
-from checker_core.edges import wire
+
+if TYPE_CHECKING:
+    from checker_core.edges import wire
 
 # each column as 'x' and the hex of its text, or 'n' for NULL: no value can hold a separator
 _PACKED_COLUMNS = " || '|' || ".join(f"coalesce('x' || hex({name}), 'n')" for name in COLUMNS)
@@ -44,6 +46,8 @@ def answer_bytes(
     """Ask on PyMySQL's connection, with its socket's timeout; the answer's bytes and its
     results (None when the bytes are `last`, whole). Raises OSError, wire.ProtocolError, or
     PyMySQL's error for a connection that closed under the question."""
+    from checker_core.edges import wire  # a daemon's only: a one-shot pass reads by cursor
+
     text = conn.cursor().mogrify(sql, tuple(params))
     sock.sendall(wire.query_packet(text.encode(conn.encoding)))
     buf = b""

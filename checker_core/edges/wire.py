@@ -12,6 +12,7 @@ PyMySQL never asks for CLIENT_DEPRECATE_EOF) and several of them after a multi-s
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -224,3 +225,36 @@ def lost_connection(detail: str = "") -> Exception:
     said = f" ({detail})" if detail else ""
     message = f"Lost connection to MySQL server during query{said}"
     return err.OperationalError(CR.CR_SERVER_LOST, message)
+
+
+# the rows of a result as PyMySQL gives them
+Rows = tuple[tuple[Any, ...], ...]
+_decoders_kept: dict[tuple[object, ...], tuple[Decoder, ...]] = {}
+_decoders_lock = threading.Lock()
+
+
+def decoded(conn: Any, raw: RawResult) -> Rows | Exception:
+    """A result's rows as PyMySQL gives them on this connection, or its error."""
+    if raw.error is not None:
+        return server_error(raw.error)
+    key = (raw.columns, conn.encoding, conn.use_unicode, id(conn.decoders))
+    with _decoders_lock:
+        found = _decoders_kept.get(key)
+    if found is None:
+        found = decoders(conn, raw.columns)
+        with _decoders_lock:
+            if len(_decoders_kept) > 256:
+                _decoders_kept.clear()
+            _decoders_kept[key] = found
+    return tuple(_decoded_row(values, found) for values in raw.rows)
+
+
+def _decoded_row(values: tuple[bytes | None, ...], found: tuple[Decoder, ...]) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for value, (encoding, converter) in zip(values, found, strict=False):
+        if value is None:
+            out.append(None)
+            continue
+        data: Any = value.decode(encoding) if encoding is not None else value
+        out.append(converter(data) if converter is not None else data)
+    return tuple(out)

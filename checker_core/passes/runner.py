@@ -32,7 +32,6 @@ from checker_core.edges.proxysql import (
     plan_statements,
 )
 from checker_core.passes import gate
-from checker_core.passes.kept import Kept
 from checker_core.passes.plugin import AdviceInput, AfterPass, CheckerKind
 from checker_core.passes.proxy_facts import ProxyFacts
 from checker_core.passes.result import (
@@ -52,6 +51,7 @@ if TYPE_CHECKING:
     from checker_core.core.settings import ClusterSettings, Settings
     from checker_core.core.whatif import Assumed
     from checker_core.fanout import Several
+    from checker_core.passes.kept import Kept
 
 
 class PassRunner:
@@ -99,7 +99,11 @@ class PassRunner:
         # the daemon's last roster per cluster: probed while ProxySQL's rows are being read
         self._last_roster: dict[str, tuple[NodeAddress, ...]] = {}
         # a daemon's steady pass makes none of its view, decision and statements again
-        self._kept = Kept() if persistent else None
+        self._kept: Kept | None = None
+        if persistent:  # a daemon's only: a one-shot pass never loads it
+            from checker_core.passes.kept import Kept
+
+            self._kept = Kept()
 
     # ------------------------------------------------------------ the clusters' passes
 

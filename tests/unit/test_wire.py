@@ -9,7 +9,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from checker_core.edges import wire
-from checker_core.edges.exchange import decoded
 from tests.lab.simnodes import (
     SERVER_MORE_RESULTS_EXISTS,
     SERVER_STATUS_AUTOCOMMIT,
@@ -37,14 +36,14 @@ def test_a_result_set_is_read_with_its_rows_and_nulls() -> None:
     answer = wire.read_answer(_packets(SHOW, 1))
     assert answer is not None and len(answer) == 1
     assert answer[0].rows == ((b"wsrep_ready", b"ON"), (b"x", None))
-    assert decoded(Conn(), answer[0]) == (("wsrep_ready", "ON"), ("x", None))
+    assert wire.decoded(Conn(), answer[0]) == (("wsrep_ready", "ON"), ("x", None))
 
 
 def test_an_integer_column_decodes_to_an_int_as_pymysql_gives_it() -> None:
     payloads = _result_set(((b"@@global.read_only", TYPE_LONGLONG),), [(b"1",)], 2)
     answer = wire.read_answer(_packets(payloads, 1))
     assert answer is not None
-    assert decoded(Conn(), answer[0]) == ((1,),)
+    assert wire.decoded(Conn(), answer[0]) == ((1,),)
 
 
 def test_several_statements_then_an_error_end_the_answer() -> None:
