@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
+from checker_core.core.model import ClusterRows, Hostgroups, NodeAddress, ServerRow, ServerStatus
 from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
 from checker_core.edges.proxysql import AdminClient
 from checker_core.edges.proxysql_peers import read_checksum
@@ -300,6 +300,12 @@ def as_configured(rows: Iterable[ServerRow]) -> tuple[ServerRow, ...]:
         else row
         for row in rows
     )
+
+
+def rows_as_written(rows: ClusterRows) -> tuple[tuple[ServerRow, ...], tuple[ServerRow, ...]]:
+    """A hostgroup set's runtime rows (as_configured: the monitor's SHUN left out) and its
+    staging rows: what a test may hold unchanged while the checker does nothing."""
+    return as_configured(rows.runtime), rows.staging
 
 
 def child_env(env: Mapping[str, str] | None) -> dict[str, str]:
