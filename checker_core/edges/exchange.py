@@ -171,10 +171,9 @@ class Exchange:
     # ---------------------------------------------------------------- one connection
 
     def _send(self, flight: _Flight) -> None:
-        flight.text = flight.question.rendered(flight.conn)
+        flight.text, packet = _packet(flight.question, flight.conn)
         flight.rounds += 1
         flight.buf = b""
-        packet = _packet(flight.text, flight.conn.encoding)
         try:
             sent = flight.sock.send(packet) if flight.tls else os.write(flight.fd, packet)
         except (BlockingIOError, ssl.SSLWantWriteError):
@@ -265,19 +264,25 @@ class Exchange:
             self._poller.unregister(fd)
 
 
-_packets_kept: dict[tuple[str, str], bytes] = {}
+# a checker's questions are few and fixed (names, never user values): each one's text, as
+# PyMySQL's execute would render it, and its packet are made once
+_packets_kept: dict[tuple[str, tuple[object, ...], str], tuple[str, bytes]] = {}
 _packets_lock = threading.Lock()
+_PACKETS_KEPT = 256
 
 
-def _packet(text: str, encoding: str) -> bytes:
-    """The query's packet; the few questions asked again and again are encoded once."""
-    key = (text, encoding)
+def _packet(question: Question[object], conn: Any) -> tuple[str, bytes]:
+    """What `question` asks on `conn`: the statement with its parameters in it, and the packet
+    that carries it."""
+    sql, params = question.ask(conn)
+    key = (sql, tuple(params), conn.encoding)
     with _packets_lock:
         found = _packets_kept.get(key)
     if found is None:
-        found = wire.query_packet(text.encode(encoding))
+        text = conn.cursor().mogrify(sql, params) if params else sql
+        found = (text, wire.query_packet(text.encode(conn.encoding)))
         with _packets_lock:
-            if len(_packets_kept) > 256:
+            if len(_packets_kept) >= _PACKETS_KEPT:
                 _packets_kept.clear()
             _packets_kept[key] = found
     return found

@@ -10,7 +10,6 @@ as the exception PyMySQL raises for it.
 from __future__ import annotations
 
 import abc
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -83,26 +82,6 @@ class Question(abc.ABC, Generic[Facts]):
             if not isinstance(got, Again):
                 return got
         raise RuntimeError(f"{type(self).__name__}: no answer after {MAX_ROUNDS} rounds")
-
-    def rendered(self, conn: Any) -> str:
-        """The statement with its parameters in it, as PyMySQL's execute would send it."""
-        sql, params = self.ask(conn)
-        key = (sql, tuple(params))
-        with _rendered_lock:
-            text = _rendered.get(key)
-        if text is None:
-            text = conn.cursor().mogrify(sql, params) if params else sql
-            with _rendered_lock:
-                if len(_rendered) >= _RENDERED_KEPT:
-                    _rendered.clear()
-                _rendered[key] = text
-        return text
-
-
-# the statements a checker asks are few and fixed (names, never user values): rendered once
-_rendered: dict[tuple[str, tuple[object, ...]], str] = {}
-_rendered_lock = threading.Lock()
-_RENDERED_KEPT = 256
 
 
 def answer_by_cursor(conn: Any, sql: str, params: Sequence[object]) -> Answer:
