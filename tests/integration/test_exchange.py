@@ -10,7 +10,6 @@ from typing import Any
 
 import pymysql
 import pytest
-from pymysql.constants import CLIENT
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure
@@ -39,16 +38,8 @@ def address(node: str) -> NodeAddress:
 
 
 def own_connection(node: str) -> pymysql.connections.Connection[Any]:
-    host, port = SimNodes.address(node)
-    return pymysql.connect(
-        host=host,
-        port=port,
-        user="monitor",
-        password="x",
-        client_flag=CLIENT.MULTI_STATEMENTS,
-        connect_timeout=2,
-        read_timeout=2,
-    )
+    conn: pymysql.connections.Connection[Any] = SimNodes.connect(node)
+    return conn
 
 
 def facts(result: object) -> GaleraFacts:

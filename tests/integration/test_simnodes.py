@@ -9,7 +9,6 @@ from typing import Any
 
 import pymysql
 import pytest
-from pymysql.constants import CLIENT
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.verdict import State
@@ -25,17 +24,8 @@ def sim() -> Iterator[SimNodes]:
 
 
 def connect(node: str, timeout: float = 2.0) -> pymysql.connections.Connection[Any]:
-    host, port = SimNodes.address(node)
-    return pymysql.connect(
-        host=host,
-        port=port,
-        user="monitor",
-        password="x",
-        client_flag=CLIENT.MULTI_STATEMENTS,
-        connect_timeout=timeout,
-        read_timeout=timeout,
-        write_timeout=timeout,
-    )
+    conn: pymysql.connections.Connection[Any] = SimNodes.connect(node, timeout)
+    return conn
 
 
 def verdict_of(node: str, facts: GaleraFacts) -> State:

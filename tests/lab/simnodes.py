@@ -1173,6 +1173,24 @@ class SimNodes:
         host, _, port = node.rpartition(":")
         return host, int(port)
 
+    @staticmethod
+    def connect(node: NodeName, timeout: float = 2.0) -> Any:
+        """A client's connection to a node (multi-statements on: the probe asks several)."""
+        import pymysql
+        from pymysql.constants import CLIENT
+
+        host, port = SimNodes.address(node)
+        return pymysql.connect(
+            host=host,
+            port=port,
+            user="monitor",
+            password="x",
+            client_flag=CLIENT.MULTI_STATEMENTS,
+            connect_timeout=timeout,
+            read_timeout=timeout,
+            write_timeout=timeout,
+        )
+
     def command(self, message: Mapping[str, object]) -> dict[str, Any]:
         """Send one command, return its reply; raises SimNodesError when it says ok: false."""
         with self._lock:
