@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from checker_core.edges.question import Rows
+
 MAX_PAYLOAD = 0xFFFFFF
 COM_QUERY = 0x03
 SERVER_MORE_RESULTS_EXISTS = 0x0008
@@ -227,8 +229,6 @@ def lost_connection(detail: str = "") -> Exception:
     return err.OperationalError(CR.CR_SERVER_LOST, message)
 
 
-# the rows of a result as PyMySQL gives them
-Rows = tuple[tuple[Any, ...], ...]
 _decoders_kept: dict[tuple[object, ...], tuple[Decoder, ...]] = {}
 _decoders_lock = threading.Lock()
 
