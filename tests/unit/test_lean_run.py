@@ -1,7 +1,7 @@
 """The scheduler's `run` imports only what a pass needs: no click, no structlog, no Prometheus
 client, no cryptography (until an account logs in with RSA), no thread pool, none of the
-daemon's service side, and no ProxySQL Cluster rule until the proxy turns out to have peers
-(every record a module defines costs its start)."""
+daemon's service side or its probing on kept connections, and no ProxySQL Cluster rule until
+the proxy turns out to have peers (every record a module defines costs its start)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,11 @@ NOT_ON_THE_RUN_PATH = (
     "checker_core.core.peers",
     "checker_core.edges.proxysql_peers",
     "checker_core.core.brownout",
+    # the daemon's: probes on kept connections, and what a steady pass keeps
+    "checker_core.edges.exchange",
+    "checker_core.edges.wire",
+    "checker_core.passes.kept",
+    "checker_core.core.steady",
 )
 
 CONFIG = (
