@@ -6,7 +6,11 @@ MariaDB) is simply absent from the answer. Both statements go in one multi-state
 
 That SHOW VARIABLES walks every variable of the server. A connection's first probe learns which
 of ours the server has; later probes on it (the daemon keeps its connections) read just those
-with `SELECT @@global....`, which costs the server a fraction of it and answers in one row.
+with `SELECT @@global....`, which costs the server a fraction of it, and the status in the same
+row as `name=value` pairs from the server's status table. One row is what the daemon reads on
+every pass of a busy cluster, whose queues change each time: parsing a row per status cost a
+60-node pass most of its CPU. A server whose status table is not there (or is empty), or whose
+pairs reach group_concat_max_len, is asked with SHOW STATUS from then on.
 """
 
 from __future__ import annotations
@@ -72,6 +76,60 @@ def later_probe_sql(names: tuple[str, ...]) -> str:
     return f"{STATUS_SQL}; SELECT " + ", ".join(f"@@global.{name}" for name in names)
 
 
+# where a server keeps its status as a table: MariaDB, then MySQL 5.7+/PXC
+STATUS_TABLES = ("information_schema.GLOBAL_STATUS", "performance_schema.global_status")
+# per open connection: which of STATUS_TABLES answered (an index into it); past its end, none
+# did and the status is asked with SHOW STATUS
+_status_table: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+@functools.lru_cache(maxsize=64)
+def one_row_sql(names: tuple[str, ...], status_count: int, table: str) -> str:
+    """The named variables, the status (`status_count` names, as parameters) as name=value
+    pairs from `table`, and group_concat_max_len, which tells pairs cut short: one row."""
+    unknown = set(names) - set(VARIABLE_NAMES)
+    if unknown or table not in STATUS_TABLES:
+        raise ValueError(f"not a probed variable or status table: {unknown or table}")
+    columns = [f"@@global.{name}" for name in names]
+    # the table is one of STATUS_TABLES (checked above); the names go as parameters
+    columns.append(
+        "(SELECT GROUP_CONCAT(VARIABLE_NAME, '=', VARIABLE_VALUE SEPARATOR ';') "  # noqa: S608
+        f"FROM {table} WHERE VARIABLE_NAME IN ({_marks(status_count)}))"
+    )
+    columns.append("@@session.group_concat_max_len")
+    return "SELECT " + ", ".join(columns)
+
+
+def _one_row_values(names: tuple[str, ...], answer: Answer) -> dict[str, str] | None:
+    """The values of one_row_sql's answer; None when its status cannot be read from it (the
+    table held none of it, or the pairs may be cut short)."""
+    rows = answer.rows(0)
+    row = rows[0] if rows else ()
+    if len(row) != len(names) + 2:
+        return None
+    pairs, longest = row[len(names)], row[len(names) + 1]
+    text = pairs.decode() if isinstance(pairs, bytes) else str(pairs or "")
+    if not text or len(text.encode()) >= int(str(longest)):
+        return None
+    values = {n: _variable_text(n, v) for n, v in zip(names, row, strict=False)}
+    for pair in text.split(";"):
+        name, sep, value = pair.partition("=")
+        if sep:
+            values[name.strip().lower()] = value
+    return values
+
+
+def _table_of(conn: Any) -> int:
+    with _known_lock:
+        return _status_table.get(conn, 0)
+
+
+def _next_table(conn: Any) -> None:
+    """The status is to be read elsewhere on this connection from now on."""
+    with _known_lock:
+        _status_table[conn] = _status_table.get(conn, 0) + 1
+
+
 # per open connection: the variables of VARIABLE_NAMES its server has (what its first probe saw)
 _known: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDictionary()
 _known_lock = threading.Lock()
@@ -89,10 +147,16 @@ class GaleraProbe(Question[GaleraFacts]):
         names = _known_names(conn)
         if names is None:
             return PROBE_SQL, STATUS_NAMES + VARIABLE_NAMES
+        table = _table_of(conn)
+        if table < len(STATUS_TABLES):
+            return one_row_sql(names, len(STATUS_NAMES), STATUS_TABLES[table]), STATUS_NAMES
         return later_probe_sql(names), STATUS_NAMES
 
-    def read(self, conn: Any, answer: Answer) -> GaleraFacts:
+    def read(self, conn: Any, answer: Answer) -> GaleraFacts | Again:
         names = _known_names(conn)
+        if names is not None and _table_of(conn) < len(STATUS_TABLES):
+            in_row = _read_one_row(conn, names, answer)
+            return in_row if isinstance(in_row, Again) else GaleraFacts(in_row)
         values: dict[str, str] = {}
         _add_rows(values, answer.rows(0))
         if names is None:
@@ -125,67 +189,53 @@ WATCH_VARIABLES = (
     "super_read_only",
     "pxc_maint_mode",
 )
-# where a server keeps its status as a table: MariaDB, then MySQL 5.7+/PXC
-STATUS_TABLES = ("information_schema.GLOBAL_STATUS", "performance_schema.global_status")
-# per open connection: which of STATUS_TABLES answered (an index into it)
-_status_table: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
 @functools.lru_cache(maxsize=64)
 def watch_sql(names: tuple[str, ...], table: str) -> str:
     """The watch's question: the named variables, then the status as name=value pairs."""
     unknown = set(names) - set(WATCH_VARIABLES)
-    if unknown or table not in STATUS_TABLES:
-        raise ValueError(f"not a watched variable or status table: {unknown or table}")
-    columns = [f"@@global.{name}" for name in names]
-    # the table is one of STATUS_TABLES (checked above); the names go as parameters
-    columns.append(
-        "(SELECT GROUP_CONCAT(VARIABLE_NAME, '=', VARIABLE_VALUE SEPARATOR ';') "  # noqa: S608
-        f"FROM {table} WHERE VARIABLE_NAME IN ({_marks(len(WATCH_STATUS))}))"
-    )
-    return "SELECT " + ", ".join(columns)
+    if unknown:
+        raise ValueError(f"not a watched variable: {unknown}")
+    return one_row_sql(names, len(WATCH_STATUS), table)
 
 
 class GaleraWatch(Question[GaleraFacts]):
-    """What the watch needs of a writer; the whole probe on a connection not yet probed."""
+    """What the watch needs of a writer; the whole probe on a connection not yet probed, or
+    whose server keeps no status table to read in one row."""
 
     def ask(self, conn: Any) -> tuple[str, Sequence[object]]:
         names = _known_names(conn)
-        if names is None:
+        table = _table_of(conn)
+        if names is None or table >= len(STATUS_TABLES):
             return probe.ask(conn)
-        with _known_lock:
-            table = _status_table.get(conn, 0)
         return watch_sql(_asked(names), STATUS_TABLES[table]), WATCH_STATUS
 
     def read(self, conn: Any, answer: Answer) -> GaleraFacts | Again:
         names = _known_names(conn)
-        if names is None:
+        if names is None or _table_of(conn) >= len(STATUS_TABLES):
             return probe.read(conn, answer)
-        from pymysql.err import OperationalError, ProgrammingError
-
-        failed = answer.error(0)
-        if isinstance(failed, OperationalError | ProgrammingError):
-            with _known_lock:
-                table = _status_table.get(conn, 0) + 1
-                if table < len(STATUS_TABLES):
-                    # this server keeps its status elsewhere: ask there from now on
-                    _status_table[conn] = table
-                    return AGAIN
-        asked = _asked(names)
-        rows = answer.rows(0)
-        row = rows[0] if rows else ()
-        values = {n: _variable_text(n, v) for n, v in zip(asked, row, strict=False)}
-        pairs = row[len(asked)] if len(row) > len(asked) else None
-        text = pairs.decode() if isinstance(pairs, bytes) else str(pairs or "")
-        for pair in text.split(";"):
-            name, sep, value = pair.partition("=")
-            if sep:
-                values[name.strip().lower()] = value
-        return GaleraFacts(values)
+        in_row = _read_one_row(conn, _asked(names), answer)
+        return in_row if isinstance(in_row, Again) else GaleraFacts(in_row)
 
 
 def _asked(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(n for n in WATCH_VARIABLES if n in names)
+
+
+def _read_one_row(conn: Any, names: tuple[str, ...], answer: Answer) -> dict[str, str] | Again:
+    """one_row_sql's values; AGAIN, asked elsewhere from now on, when this server's status
+    cannot be read from the table it was asked in."""
+    from pymysql.err import OperationalError, ProgrammingError
+
+    failed = answer.error(0)
+    values = None if failed is not None else _one_row_values(names, answer)
+    if values is None:
+        if failed is not None and not isinstance(failed, OperationalError | ProgrammingError):
+            raise failed
+        _next_table(conn)
+        return AGAIN
+    return values
 
 
 watch = GaleraWatch()

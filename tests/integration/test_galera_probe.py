@@ -1,5 +1,6 @@
 """On the real Galera nodes, the probe's later form (SELECT @@global of the variables the
-first probe found) reads the same facts as its first form (SHOW VARIABLES)."""
+first probe found, and the status from MariaDB's status table, in one row) reads the same facts
+as its first form (SHOW STATUS, SHOW VARIABLES)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ def test_both_forms_of_the_probe_read_the_same_facts(galera: GaleraLab, read_onl
             first = galera_probe.probe(conn)
             learnt = galera_probe._known[conn]
             later = galera_probe.probe(conn)
+            later_sql, _ = galera_probe.probe.ask(conn)
     finally:
         galera.set_read_only(1, False)
 
@@ -47,6 +49,7 @@ def test_both_forms_of_the_probe_read_the_same_facts(galera: GaleraLab, read_onl
     assert "super_read_only" not in learnt
     assert "pxc_maint_mode" not in learnt
     assert set(learnt) <= set(first.values)
+    assert "information_schema.GLOBAL_STATUS" in later_sql, "asked in one row, and kept so"
     assert later.values == first.values
     assert later.read_only is read_only
     assert later.get("wsrep_cluster_status") == "Primary"

@@ -513,6 +513,8 @@ def default_values(cluster: int, node: int, size: int) -> tuple[dict[str, str], 
         "pxc_maint_mode": "DISABLED",
         "wsrep_provider_options": "evs.suspect_timeout = PT5S; gcache.size = 128M",
         "wsrep_on": "ON",
+        # MariaDB's default: what tells a probe its status pairs were not cut short
+        "group_concat_max_len": "1048576",
     }
     return status, variables
 

@@ -1,16 +1,25 @@
 """The Galera probe: a connection's first probe reads SHOW VARIABLES and learns which of the
-variables its server has; later probes on it read just those with SELECT @@global, and the
-facts come out the same either way."""
+variables its server has; later probes on it read just those with SELECT @@global and the status
+in the same row, from the server's status table (SHOW STATUS where there is none, or where the
+pairs may be cut short), and the facts come out the same every way."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from pymysql.err import ProgrammingError
 
 from galera_checker import probe as galera_probe
-from galera_checker.probe import PROBE_SQL, STATUS_NAMES, VARIABLE_NAMES, later_probe_sql
+from galera_checker.probe import (
+    PROBE_SQL,
+    STATUS_NAMES,
+    STATUS_TABLES,
+    VARIABLE_NAMES,
+    one_row_sql,
+)
 
 STATUS = [
     ("wsrep_cluster_status", "Primary"),
@@ -29,10 +38,21 @@ MARIADB = {
 
 
 class FakeServer:
-    """Answers the probe's statements as a MariaDB Galera node, noting each query it got."""
+    """Answers the probe's statements as a MariaDB Galera node, noting each query it got.
+    `tables`: the status tables it has (`empty_table`: holding nothing); `longest`: its
+    group_concat_max_len."""
 
-    def __init__(self, variables: dict[str, tuple[str, object]]) -> None:
+    def __init__(
+        self,
+        variables: dict[str, tuple[str, object]],
+        tables: tuple[str, ...] = STATUS_TABLES[:1],
+        longest: int = 1 << 20,
+        empty_table: bool = False,
+    ) -> None:
         self.variables = variables
+        self.tables = tables
+        self.longest = longest
+        self.empty_table = empty_table
         self.queries: list[str] = []
 
     def results(self, sql: str, args: Sequence[object] | None) -> list[list[tuple[Any, ...]]]:
@@ -41,14 +61,22 @@ class FakeServer:
             assert args == STATUS_NAMES + VARIABLE_NAMES
             shown = [(n.upper(), shown) for n, (shown, _) in self.variables.items()]
             return [list(STATUS), shown]
-        assert args == STATUS_NAMES
+        assert args is not None and set(args) <= set(STATUS_NAMES)
         if sql == galera_probe.STATUS_SQL:
             return [list(STATUS)]
-        names = [part.removeprefix("@@global.") for part in sql.split("SELECT ")[1].split(", ")]
+        names = re.findall(r"@@global\.(\w+)", sql)
         unknown = [n for n in names if n not in self.variables]
         if unknown:
             raise AssertionError(f"Unknown system variable '{unknown[0]}'")
-        return [list(STATUS), [tuple(self.variables[n][1] for n in names)]]
+        values = tuple(self.variables[n][1] for n in names)
+        table = re.search(r"GROUP_CONCAT\(.*\) FROM (\S+) WHERE", sql)
+        if table is None:
+            return [list(STATUS), [values]]
+        if table.group(1) not in self.tables:
+            raise ProgrammingError(1146, f"Table '{table.group(1)}' doesn't exist")
+        held = () if self.empty_table else STATUS
+        pairs = ";".join(f"{n.upper()}={v}" for n, v in held if n in args)
+        return [[(*values, pairs[: self.longest] or None, self.longest)]]
 
 
 class FakeCursor:
@@ -99,7 +127,8 @@ def test_the_first_probe_learns_the_variables_and_later_ones_select_just_those()
         "wsrep_provider_options",
         "wsrep_on",
     )
-    assert server.queries == [PROBE_SQL] + [later_probe_sql(present)] * 2
+    later_sql = one_row_sql(present, len(STATUS_NAMES), STATUS_TABLES[0])
+    assert server.queries == [PROBE_SQL] + [later_sql] * 2
     assert "super_read_only" not in server.queries[1]
     assert first.values["read_only"] == "ON"
     assert later[0].values["read_only"] == "ON", "1 from @@global reads as SHOW's ON"
@@ -117,30 +146,48 @@ def test_a_new_connection_learns_again() -> None:
 
 
 def test_a_server_without_any_of_the_variables_is_asked_its_status_only() -> None:
-    server = FakeServer({})
+    server = FakeServer({}, tables=())
     conn = FakeConnection(server)
     galera_probe.probe(conn)
     facts = galera_probe.probe(conn)
-    assert server.queries[1] == galera_probe.STATUS_SQL
+    assert server.queries[-1] == galera_probe.STATUS_SQL
     assert facts.values == {name: value for name, value in STATUS}
 
 
+def facts_of(server: FakeServer) -> tuple[Mapping[str, str], Mapping[str, str]]:
+    """The facts of a connection's first probe and of its third."""
+    conn = FakeConnection(server)
+    first = galera_probe.probe(conn).values
+    galera_probe.probe(conn)
+    return first, galera_probe.probe(conn).values
+
+
 @pytest.mark.parametrize(
-    ("name", "value", "text"),
+    ("tables", "longest", "asked_last"),
     [
-        ("read_only", 1, "ON"),
-        ("wsrep_on", 0, "OFF"),
-        ("wsrep_reject_queries", "ALL", "ALL"),
-        ("pxc_maint_mode", b"MAINTENANCE", "MAINTENANCE"),
-        ("wsrep_provider_options", None, ""),
+        (STATUS_TABLES[:1], 1 << 20, "information_schema.GLOBAL_STATUS"),
+        (STATUS_TABLES[1:], 1 << 20, "performance_schema.global_status"),
+        ((), 1 << 20, "SHOW GLOBAL STATUS"),
+        (STATUS_TABLES, 40, "SHOW GLOBAL STATUS"),
     ],
+    ids=["mariadb", "mysql", "no-status-table", "pairs-cut-short"],
 )
-def test_a_selected_variable_reads_as_show_variables_spells_it(
-    name: str, value: object, text: str
+def test_the_status_is_read_where_the_server_keeps_it_and_the_facts_are_the_same(
+    tables: tuple[str, ...], longest: int, asked_last: str
 ) -> None:
-    assert galera_probe._variable_text(name, value) == text
+    server = FakeServer(MARIADB, tables=tables, longest=longest)
+    _, later = facts_of(server)
+    _, by_show_status = facts_of(FakeServer(MARIADB, tables=()))
+    assert later == by_show_status
+    assert later["wsrep_cluster_status"] == "Primary" and later["read_only"] == "ON"
+    assert asked_last in server.queries[-1]
+    assert server.queries[-2] == server.queries[-1], "learnt once per connection"
 
 
-def test_only_known_variable_names_reach_the_sql() -> None:
-    with pytest.raises(ValueError, match="version"):
-        later_probe_sql(("read_only", "version(); DROP TABLE t"))
+def test_a_status_table_that_holds_no_status_is_not_believed() -> None:
+    """A server answering NULL for the pairs (a status table it keeps empty) is asked with
+    SHOW STATUS: its status is never taken for none."""
+    server = FakeServer(MARIADB, empty_table=True)
+    _, later = facts_of(server)
+    assert later["wsrep_cluster_status"] == "Primary"
+    assert "SHOW GLOBAL STATUS" in server.queries[-1]
