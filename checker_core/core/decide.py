@@ -150,14 +150,16 @@ def decide(
     in_use: Mapping[tuple[int, NodeAddress], int],
     now: float,
     interval_s: float = 0.0,
+    raw: Mapping[NodeAddress, Verdict] | None = None,
 ) -> Decision:
     """`in_use`: ConnUsed per (hostgroup, node) of the rows draining now (empty when none).
     `now`: the monotonic clock; `interval_s`: the cadence retry_up / retry_down count in (0:
-    probes only)."""
+    probes only); `raw`: the policy's verdicts on these probes, when already judged."""
     roster, adopted, layout = view.roster, view.adopted, view.layout
     done = drained(layout, in_use, memory, cluster, now)
     # the checker's own probes judge, whatever ProxySQL's monitor made of a node (G16)
-    raw = policy.judge_all(probes, cluster, memory)
+    if raw is None:
+        raw = policy.judge_all(probes, cluster, memory)
     sight = sight_of(probes, roster.addresses)
     if sight.sight is Sight.BLIND:
         return blind_decision(view, raw, memory, sight)

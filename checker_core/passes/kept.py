@@ -4,16 +4,18 @@ inputs (when core.steady says it still holds), the statements of the same plan."
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from checker_core.core.decide import ClusterView, Decision, view_of
+from checker_core.core.decide import ClusterView, Decision, Policy, view_of
 from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import ClusterRows, NodeAddress, Plan, ServerRow
 from checker_core.core.probes import ProbeResult
 from checker_core.core.settings import ClusterSettings
 from checker_core.core.steady import Decided, still_holds
+from checker_core.core.verdict import Verdict
 
 if TYPE_CHECKING:
     from checker_core.edges.proxysql import Statement
@@ -59,12 +61,23 @@ class Kept:
         cluster: ClusterSettings,
         probes: Mapping[NodeAddress, ProbeResult],
         memory: Mapping[NodeAddress, NodeMemory],
-        decide: Callable[[], Decision],
+        *,
+        policy: Policy,
+        decide: Callable[[Mapping[NodeAddress, Verdict] | None], Decision],
     ) -> Decision:
-        """The last decision when it still holds (core.steady), else `decide()`'s."""
-        decision = still_holds(self._decided.get(cluster.name), view, cluster, probes, memory)
+        """The last decision when it still holds (core.steady), else `decide(raw)`'s, given
+        the verdicts judged on the way when there are some."""
+        decision, raw = still_holds(
+            self._decided.get(cluster.name),
+            view,
+            cluster,
+            probes,
+            memory,
+            judge=functools.partial(policy.judge_all, probes, cluster, memory),
+            identity=policy.identity,
+        )
         if decision is None:
-            decision = decide()
+            decision = decide(raw)
         self._decided[cluster.name] = Decided(view, cluster, probes, memory, decision)
         return decision
 

@@ -319,7 +319,18 @@ class PassRunner:
             interval_s=self.settings.run.interval_ms / 1000,
         )
         kept = self._kept
-        decision = kept.decision(read.view, cluster, probes, read.memory, made) if kept else made()
+        decision = (
+            kept.decision(
+                read.view,
+                cluster,
+                probes,
+                read.memory,
+                policy=self.kind.policy,
+                decide=lambda raw: made(raw=raw),
+            )
+            if kept
+            else made()
+        )
         inputs = PassInputs(self.kind.policy, read.view, read.memory, cluster, now)
         progress.inputs = inputs
         roster = read.view.roster.addresses

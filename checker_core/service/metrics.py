@@ -249,8 +249,11 @@ class DaemonMetrics:
             for state in State:
                 value = 1 if verdict.state is state else 0
                 self._gauge("node_verdict").labels(name, label, state.value).set(value)
-            if verdict.queue is not None:
-                self._gauge("apply_queue_transactions").labels(name, label).set(verdict.queue)
+            # the queue as this pass read it (a decision kept from a pass before holds the
+            # queue that pass read in its verdicts)
+            queue = decision.raw[node].queue if node in decision.raw else verdict.queue
+            if queue is not None:
+                self._gauge("apply_queue_transactions").labels(name, label).set(queue)
             if self.brownouts:
                 memory = decision.memory.get(node)
                 samples = memory.queue_samples if memory else ()

@@ -14,7 +14,7 @@ from checker_core.core.model import NodeAddress
 from checker_core.passes.result import Outcome, PassResult
 from checker_core.service.metrics import METRICS, DaemonMetrics, is_failover
 from tests.unit.daemon_cases import after, failed_pass, galera_pass
-from tests.unit.galera_cases import N1, N2, N3, probe_down, steady
+from tests.unit.galera_cases import N1, N2, N3, probe_down, probe_ok, steady
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -159,3 +159,18 @@ def test_acting_and_split_follow_the_checkers_role() -> None:
         assert value(samples, "proxysql_checker_proxysql_cluster_split", cluster="main") == (
             split_flag
         )
+
+
+def test_the_queue_shown_is_the_one_this_pass_read() -> None:
+    """A decision kept from an earlier pass (its verdicts hold that pass's queues) beside the
+    verdicts judged now: the gauge shows the queue read now."""
+    metrics = DaemonMetrics("galera")
+    first = galera_pass(steady(N1), {N2: probe_ok(N2, wsrep_local_recv_queue="4")})
+    metrics.observe(first, 100.0)
+    queue = "proxysql_checker_apply_queue_transactions"
+    assert value(scrape(metrics), queue, cluster="main", node=str(N2)) == 4
+    now = galera_pass(steady(N1), {N2: probe_ok(N2, wsrep_local_recv_queue="9")})
+    assert first.decision is not None and now.decision is not None
+    kept = replace(first.decision, raw=now.decision.raw)
+    metrics.observe(replace(now, decision=kept), 101.0)
+    assert value(scrape(metrics), queue, cluster="main", node=str(N2)) == 9
