@@ -63,3 +63,25 @@ def test_a_steady_pass_keeps_its_decision_until_an_answer_differs(
     assert moved.decision is not first.decision
     assert moved.outcome is Outcome.CHANGED
     assert writer not in moved.writers, "a writer that rejects queries is no writer"
+
+
+def test_queues_that_move_keep_the_decision_and_show_as_read(
+    runner: tuple[SimNodes, PassRunner],
+) -> None:
+    """Every answer differs from the last in its receive queue: the plan is the one made
+    before, and each pass's verdicts hold the queues it read."""
+    sim, checker = runner
+    for _ in range(20):
+        if one_pass(checker).outcome is Outcome.UNCHANGED:
+            break
+    settled = one_pass(checker)
+    for node in sim.addresses:
+        sim.changing(node, True)
+    seen: set[int | None] = set()
+    for _ in range(4):
+        moving = one_pass(checker)
+        assert moving.outcome is Outcome.UNCHANGED
+        assert moving.decision is not None and settled.decision is not None
+        assert moving.decision.plan is settled.decision.plan, "nothing decided again"
+        seen |= {v.queue for v in moving.decision.raw.values()}
+    assert len(seen) > 1, "the queues read moved from pass to pass"
