@@ -63,6 +63,7 @@ STATUS_SQL = f"SHOW GLOBAL STATUS WHERE Variable_name IN ({_marks(len(STATUS_NAM
 PROBE_SQL = (
     f"{STATUS_SQL}; SHOW GLOBAL VARIABLES WHERE Variable_name IN ({_marks(len(VARIABLE_NAMES))})"
 )
+PROBE_PARAMS = STATUS_NAMES + VARIABLE_NAMES
 
 
 @functools.lru_cache(maxsize=64)
@@ -78,9 +79,6 @@ def later_probe_sql(names: tuple[str, ...]) -> str:
 
 # where a server keeps its status as a table: MariaDB, then MySQL 5.7+/PXC
 STATUS_TABLES = ("information_schema.GLOBAL_STATUS", "performance_schema.global_status")
-# per open connection: which of STATUS_TABLES answered (an index into it); past its end, none
-# did and the status is asked with SHOW STATUS
-_status_table: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
 @functools.lru_cache(maxsize=64)
@@ -119,42 +117,45 @@ def _one_row_values(names: tuple[str, ...], answer: Answer) -> dict[str, str] | 
     return values
 
 
-def _table_of(conn: Any) -> int:
-    with _known_lock:
-        return _status_table.get(conn, 0)
-
-
 def _next_table(conn: Any) -> None:
     """The status is to be read elsewhere on this connection from now on."""
     with _known_lock:
-        _status_table[conn] = _status_table.get(conn, 0) + 1
+        names, table = _known[conn]
+        _known[conn] = (names, table + 1)
 
 
-# per open connection: the variables of VARIABLE_NAMES its server has (what its first probe saw)
-_known: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDictionary()
+# per open connection, what its first probe learnt: the variables of VARIABLE_NAMES its server
+# has, and which of STATUS_TABLES answered (an index into it; past its end, none did and the
+# status is asked with SHOW STATUS)
+_known: weakref.WeakKeyDictionary[Any, tuple[tuple[str, ...], int]] = weakref.WeakKeyDictionary()
 _known_lock = threading.Lock()
+_NOT_YET = (None, 0)
 
 
-def _known_names(conn: Any) -> tuple[str, ...] | None:
+def _learnt(conn: Any) -> tuple[tuple[str, ...] | None, int]:
+    """The connection's variables (None before its first probe) and its status table."""
     with _known_lock:
-        return _known.get(conn)
+        return _known.get(conn, _NOT_YET)
+
+
+def learnt_names(conn: Any) -> tuple[str, ...] | None:
+    return _learnt(conn)[0]
 
 
 class GaleraProbe(Question[GaleraFacts]):
     """The whole probe: SHOW VARIABLES on a connection's first, SELECT @@global after."""
 
     def ask(self, conn: Any) -> tuple[str, Sequence[object]]:
-        names = _known_names(conn)
+        names, table = _learnt(conn)
         if names is None:
-            return PROBE_SQL, STATUS_NAMES + VARIABLE_NAMES
-        table = _table_of(conn)
+            return PROBE_SQL, PROBE_PARAMS
         if table < len(STATUS_TABLES):
             return one_row_sql(names, len(STATUS_NAMES), STATUS_TABLES[table]), STATUS_NAMES
         return later_probe_sql(names), STATUS_NAMES
 
     def read(self, conn: Any, answer: Answer) -> GaleraFacts | Again:
-        names = _known_names(conn)
-        if names is not None and _table_of(conn) < len(STATUS_TABLES):
+        names, table = _learnt(conn)
+        if names is not None and table < len(STATUS_TABLES):
             in_row = _read_one_row(conn, names, answer)
             return in_row if isinstance(in_row, Again) else GaleraFacts(in_row)
         values: dict[str, str] = {}
@@ -162,7 +163,7 @@ class GaleraProbe(Question[GaleraFacts]):
         if names is None:
             _add_rows(values, answer.rows(1))
             with _known_lock:
-                _known[conn] = tuple(n for n in VARIABLE_NAMES if n in values)
+                _known[conn] = (tuple(n for n in VARIABLE_NAMES if n in values), 0)
         elif names:
             row = answer.rows(1)[:1]
             for name, value in zip(names, row[0] if row else (), strict=False):
@@ -205,15 +206,14 @@ class GaleraWatch(Question[GaleraFacts]):
     whose server keeps no status table to read in one row."""
 
     def ask(self, conn: Any) -> tuple[str, Sequence[object]]:
-        names = _known_names(conn)
-        table = _table_of(conn)
+        names, table = _learnt(conn)
         if names is None or table >= len(STATUS_TABLES):
             return probe.ask(conn)
         return watch_sql(_asked(names), STATUS_TABLES[table]), WATCH_STATUS
 
     def read(self, conn: Any, answer: Answer) -> GaleraFacts | Again:
-        names = _known_names(conn)
-        if names is None or _table_of(conn) >= len(STATUS_TABLES):
+        names, table = _learnt(conn)
+        if names is None or table >= len(STATUS_TABLES):
             return probe.read(conn, answer)
         in_row = _read_one_row(conn, _asked(names), answer)
         return in_row if isinstance(in_row, Again) else GaleraFacts(in_row)

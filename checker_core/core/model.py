@@ -24,6 +24,16 @@ class NodeAddress:
 
     host: str
     port: int
+    # its hash, made on first use: a node keys most of a pass's maps, and the hash a frozen
+    # dataclass makes builds a tuple on every lookup
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        found = self._hash
+        if not found:
+            found = hash((self.host, self.port))
+            object.__setattr__(self, "_hash", found)
+        return found
 
     def __str__(self) -> str:
         return f"{self.host}:{self.port}"

@@ -153,8 +153,9 @@ class Prober:
         A node with an open connection is asked on it at once; the others get a thread."""
         question = probe or self._probe
         pending = PendingProbes(tuple(nodes), time.monotonic())
+        open_conns = self._take_for_exchange(pending.nodes, question)
         for node in pending.nodes:
-            conn = self._take_for_exchange(node, question)
+            conn = open_conns.get(node)
             if conn is None:
                 self._spawn(node, deadline, pending.results, probe, pending.flights[node])
                 continue
@@ -166,21 +167,23 @@ class Prober:
         return pending
 
     def _take_for_exchange(
-        self, node: NodeAddress, question: ProbeFn
-    ) -> pymysql.connections.Connection[Any] | None:
-        if not self._persistent:
-            return None
-        with self._lock:
-            conn = self._conns.get(node)
-            if conn is None:
-                return None
-            # the daemon's only: a one-shot pass never loads the exchange
-            from checker_core.edges.exchange import can_exchange
+        self, nodes: Sequence[NodeAddress], question: ProbeFn
+    ) -> dict[NodeAddress, pymysql.connections.Connection[Any]]:
+        """The open connections of `nodes` the exchange can ask `question` on, taken."""
+        if not self._persistent or not self._conns:
+            return {}
+        # the daemon's only: a one-shot pass never loads the exchange
+        from checker_core.edges.exchange import can_exchange
 
-            if not can_exchange(conn, question):
-                return None
-            self.changes += 1
-            return self._conns.pop(node)
+        taken = {}
+        with self._lock:
+            for node in nodes:
+                conn = self._conns.get(node)
+                if conn is not None and can_exchange(conn, question):
+                    taken[node] = self._conns.pop(node)
+            if taken:
+                self.changes += 1
+        return taken
 
     def ask_open(
         self, nodes: Sequence[NodeAddress], deadline: float, question: ProbeFn | None = None
@@ -190,8 +193,9 @@ class Prober:
         without an open connection is not asked (its result says so)."""
         asked = question or self._probe
         ask = OpenAsk(tuple(nodes), deadline)
+        open_conns = self._take_for_exchange(ask.nodes, asked)
         for node in ask.nodes:
-            conn = self._take_for_exchange(node, asked)
+            conn = open_conns.get(node)
             if conn is None:
                 ask.results[node] = ProbeResult(
                     node, None, "no open connection to ask on", 0.0, ProbeFailure.UNHEARD

@@ -259,14 +259,17 @@ class Exchange:
         self._discard(flight.conn)
 
     def _land(self, fd: int) -> None:
-        self._flying.pop(fd, None)
-        with contextlib.suppress(KeyError, ValueError):
+        # registered exactly while in flight (ask): once per answer, no context manager made
+        if self._flying.pop(fd, None) is not None:
             self._poller.unregister(fd)
 
 
 # a checker's questions are few and fixed (names, never user values): each one's text, as
-# PyMySQL's execute would render it, and its packet are made once
-_packets_kept: dict[tuple[str, tuple[object, ...], str], tuple[str, bytes]] = {}
+# PyMySQL's execute would render it, and its packet are made once. They are found by the
+# identity of the statement and parameters a question gives (its cached objects), checked
+# against the objects kept, which stay alive with the entry: an id is never taken for another's
+_Kept = tuple[str, object, str, bytes]  # statement, parameters, text, packet
+_packets_kept: dict[tuple[int, int, str], _Kept] = {}
 _packets_lock = threading.Lock()
 _PACKETS_KEPT = 256
 
@@ -275,17 +278,17 @@ def _packet(question: Question[object], conn: Any) -> tuple[str, bytes]:
     """What `question` asks on `conn`: the statement with its parameters in it, and the packet
     that carries it."""
     sql, params = question.ask(conn)
-    key = (sql, tuple(params), conn.encoding)
+    key = (id(sql), id(params), conn.encoding)
     with _packets_lock:
         found = _packets_kept.get(key)
-    if found is None:
+    if found is None or found[0] is not sql or found[1] is not params:
         text = conn.cursor().mogrify(sql, params) if params else sql
-        found = (text, wire.query_packet(text.encode(conn.encoding)))
+        found = (sql, params, text, wire.query_packet(text.encode(conn.encoding)))
         with _packets_lock:
             if len(_packets_kept) >= _PACKETS_KEPT:
                 _packets_kept.clear()
             _packets_kept[key] = found
-    return found
+    return found[2], found[3]
 
 
 def _gone(exc: OSError) -> Exception:

@@ -92,6 +92,10 @@ def _select(table: str, count: int, tag: str | None = None) -> str:
 class AdminClient:
     """One admin connection. Values always travel as parameters, never inside SQL text."""
 
+    # a plan found already staged, and the staging it was found in: the same objects again (a
+    # daemon's steady pass) are staged still, with no sorting or comparing
+    _staged_already: tuple[Plan, Sequence[ServerRow]] | None = None
+
     def __init__(self, conn: pymysql.connections.Connection[Any], where: str) -> None:
         self._conn = conn
         self.where = where
@@ -322,8 +326,12 @@ class AdminClient:
         """
         hostgroups = list(plan.hostgroups.managed)
         if staging_seen is not None and not plan.needs_load:
-            seen = sort_rows(r for r in staging_seen if r.hostgroup_id in hostgroups)
-            if seen == sort_rows(plan.desired):
+            kept = self._staged_already
+            if kept is None or kept[0] is not plan or kept[1] is not staging_seen:
+                seen = sort_rows(r for r in staging_seen if r.hostgroup_id in hostgroups)
+                kept = (plan, staging_seen) if seen == sort_rows(plan.desired) else None
+                self._staged_already = kept
+            if kept is not None:
                 return self._save(persist and save_owed, staged=0, loaded=False)
         checked = hostgroups + list(plan.hostgroups.templates)
         try:

@@ -132,7 +132,7 @@ def read_answer(buf: bytes) -> tuple[RawResult, ...] | None:
         width, _ = _lenenc(first, 0)
         if width is None or at + width >= count:
             return None
-        columns = tuple(Column.from_definition(p) for p in packets[at : at + width])
+        columns = _columns(packets[at : at + width])
         at += width
         if not _is_eof(packets[at]):
             raise ProtocolError("no EOF after the column definitions")
@@ -156,6 +156,26 @@ def read_answer(buf: bytes) -> tuple[RawResult, ...] | None:
         else:
             return None
     return None
+
+
+# a node answers the same question with the same column definitions every time: they are read
+# once, and the same tuple of columns (whose decoders are kept by its identity) given again
+_columns_kept: dict[bytes, tuple[Column, ...]] = {}
+_columns_lock = threading.Lock()
+_KEPT = 256
+
+
+def _columns(definitions: list[bytes]) -> tuple[Column, ...]:
+    key = b"\0".join(definitions)
+    with _columns_lock:
+        found = _columns_kept.get(key)
+    if found is None:
+        found = tuple(Column.from_definition(p) for p in definitions)
+        with _columns_lock:
+            if len(_columns_kept) >= _KEPT:
+                _columns_kept.clear()
+            _columns_kept[key] = found
+    return found
 
 
 def _whole(results: list[RawResult], at: int, count: int, partial: bool) -> tuple[RawResult, ...]:
@@ -229,7 +249,10 @@ def lost_connection(detail: str = "") -> Exception:
     return err.OperationalError(CR.CR_SERVER_LOST, message)
 
 
-_decoders_kept: dict[tuple[object, ...], tuple[Decoder, ...]] = {}
+# each set of columns' decoders on a connection's settings, found by the identity of the columns
+# and of the connection's converters, checked against the objects kept (alive with the entry)
+_DecodersKept = tuple[tuple[Column, ...], object, tuple[Decoder, ...]]
+_decoders_kept: dict[tuple[int, str, bool, int], _DecodersKept] = {}
 _decoders_lock = threading.Lock()
 
 
@@ -237,15 +260,17 @@ def decoded(conn: Any, raw: RawResult) -> Rows | Exception:
     """A result's rows as PyMySQL gives them on this connection, or its error."""
     if raw.error is not None:
         return server_error(raw.error)
-    key = (raw.columns, conn.encoding, conn.use_unicode, id(conn.decoders))
+    columns, converters = raw.columns, conn.decoders
+    key = (id(columns), conn.encoding, conn.use_unicode, id(converters))
     with _decoders_lock:
-        found = _decoders_kept.get(key)
-    if found is None:
-        found = decoders(conn, raw.columns)
+        kept = _decoders_kept.get(key)
+    if kept is None or kept[0] is not columns or kept[1] is not converters:
+        kept = (columns, converters, decoders(conn, columns))
         with _decoders_lock:
-            if len(_decoders_kept) > 256:
+            if len(_decoders_kept) >= _KEPT:
                 _decoders_kept.clear()
-            _decoders_kept[key] = found
+            _decoders_kept[key] = kept
+    found = kept[2]
     return tuple(_decoded_row(values, found) for values in raw.rows)
 
 

@@ -39,7 +39,8 @@ def test_both_forms_of_the_probe_read_the_same_facts(galera: GaleraLab, read_onl
     try:
         with monitor_connection(galera) as conn:
             first = galera_probe.probe(conn)
-            learnt = galera_probe._known[conn]
+            learnt = galera_probe.learnt_names(conn)
+            assert learnt is not None, "the first probe learnt the variables"
             later = galera_probe.probe(conn)
             later_sql, _ = galera_probe.probe.ask(conn)
     finally:
