@@ -1,5 +1,6 @@
 """What galera-checker does to the nodes themselves after a pass: evict a member whose mysqld is
-gone, and clear those evictions once the cluster is whole again (cluster.evict_dead_nodes).
+gone (cluster.evict_dead_nodes) or that stalls the group while silent (cluster.
+evict_unresponsive_nodes), and clear those evictions once the cluster is whole again.
 
 Through the [node_admin] account, on one survivor of the Primary component; every statement
 takes its values as parameters. A failure is said in the pass line and costs nothing else: the
@@ -9,13 +10,15 @@ eviction is an acceleration, the cluster evicts the member by itself after evs.s
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from checker_core.core.model import NodeAddress
-from checker_core.edges.failures import describe_error
+from checker_core.core.probes import ProbeFailure
+from checker_core.edges.failures import describe_error, failure_of
 from checker_core.passes.plugin import ActionsDone, AfterPass
 from galera_checker.policy import facts_of
 
@@ -37,6 +40,10 @@ EVICT_SQL = "SET GLOBAL wsrep_provider_options = %s"
 # did not take is retried; a node out of the view costs one query per this many seconds)
 RETRY_S = 5.0
 PAST_DEADLINE = "the pass's deadline (run.max_runtime_ms) came first; the next pass goes on"
+# a causal read waits for the group to deliver a message to every member of the view: it stalls
+# while one of them is silent, and answers in milliseconds otherwise
+CAUSAL_READ = ("SET SESSION wsrep_sync_wait = 1", "SELECT 1")
+STALL_WAIT_S = 0.5  # how long a survivor's causal read may take before it counts as stalled
 
 
 class GaleraActions:
@@ -58,10 +65,16 @@ class GaleraActions:
         return self._deadline - self.monotonic()
 
     def after_pass(self, after: AfterPass) -> ActionsDone:
-        if not after.cluster.evict_dead_nodes:
+        options = after.cluster
+        if not options.evict_dead_nodes and options.unresponsive_after_ms <= 0:
             return ActionsDone()  # nothing learnt or asked: a pass without eviction pays nothing
         # loaded by the first pass that may evict: the scheduler's usual pass imports neither
-        from galera_checker.eviction import clearings, evictions, identities
+        from galera_checker.eviction import (
+            clearings,
+            evictions,
+            identities,
+            unresponsive_members,
+        )
 
         # one deadline for all of it: every connect gets what is left, never the whole budget
         self._deadline = self.monotonic() + after.budget_s
@@ -73,7 +86,18 @@ class GaleraActions:
         if after.decision.blind:
             return ActionsDone()
         roster = after.decision.roster.addresses
-        wanted = evictions(after.probes, roster, known, after.decision.assignment.writers)
+        writers = after.decision.assignment.writers
+        wanted = (
+            evictions(after.probes, roster, known, writers) if options.evict_dead_nodes else ()
+        ) + unresponsive_members(
+            after.probes,
+            roster,
+            after.decision.memory,
+            known,
+            writers,
+            now=self.monotonic(),
+            after_ms=options.unresponsive_after_ms,
+        )
         ours = set(after.store.evicted(cluster))
         clear = clearings(
             after.probes, roster, ours, self._view(after, ours) if after.acting else ours
@@ -81,7 +105,8 @@ class GaleraActions:
         said: list[str] = []
         if not after.acting:
             said += [
-                f"would evict {e.node} through {e.survivor} ({e.reason})"
+                f"would evict {e.node} through {e.survivor} ({e.reason}"
+                f"{' and the others stalled on it' if e.unresponsive else ''})"
                 if e.allowed
                 else f"would not evict {e.node} ({e.reason}): {e.withheld}"
                 for e in wanted
@@ -89,7 +114,7 @@ class GaleraActions:
             said += [f"would clear the eviction list of {c.node}" for c in clear]
             return ActionsDone(tuple(said))
         failed: list[str] = []
-        done = 0
+        done = unresponsive = 0
         now = self.monotonic()
         for eviction in wanted:
             key = (cluster, eviction.node)
@@ -108,12 +133,13 @@ class GaleraActions:
             if self._left() <= 0:
                 failed.append(f"eviction of {eviction.node} not done: {PAST_DEADLINE}")
                 continue
-            text, uuid = self._evict(eviction, after.node_admin)
+            text, uuid, went_wrong = self._evict(eviction, after.node_admin)
             if uuid is not None:
                 done += 1
+                unresponsive += eviction.unresponsive
                 ours.add(uuid)
             if text:
-                (said if uuid is not None else failed).append(text)
+                (failed if went_wrong else said).append(text)
         for clearing in clear:
             if self._left() <= 0:
                 failed.append(f"clearing the eviction list of {clearing.node}: {PAST_DEADLINE}")
@@ -125,7 +151,7 @@ class GaleraActions:
         failure = after.store.record_evicted(cluster, sorted(ours))
         if failure:
             failed.append(failure)
-        return ActionsDone(tuple(said), tuple(failed), done)
+        return ActionsDone(tuple(said), tuple(failed), done, unresponsive)
 
     def _view(self, after: AfterPass, ours: set[str]) -> set[str]:
         """The view's member uuids as a survivor lists them, asked only while an entry of ours
@@ -146,19 +172,33 @@ class GaleraActions:
         except Exception:  # asked again by the next pass
             return ours
 
-    def _evict(self, eviction: Eviction, account: Endpoint | None) -> tuple[str | None, str | None]:
-        """(what to say, the uuid evicted); nothing to say when the node already left."""
+    def _evict(
+        self, eviction: Eviction, account: Endpoint | None
+    ) -> tuple[str | None, str | None, bool]:
+        """(what to say, the uuid evicted, whether what is said went wrong); nothing to say when
+        the node already left."""
         from checker_core.edges.node_admin import NoNodeAdmin
         from galera_checker.eviction import member_to_evict
 
         node, survivor = eviction.node, eviction.survivor
         untold: list[NodeAddress] = []
+        reason = eviction.reason
         try:
             with self.connect(account, survivor, timeout_s=self._left()) as conn:
                 members = _members(conn)
                 uuid = member_to_evict(eviction, members)
                 if uuid is None:
-                    return None, None  # not in the survivors' view: nothing left to evict
+                    return None, None, False  # not in the survivors' view: nothing to evict
+                if eviction.unresponsive:
+                    proof, waited = self._stalled(eviction, account)
+                    if proof is None:
+                        return (
+                            f"not evicting {node} ({reason}): the others replicate ({waited}); "
+                            "the silence is between the checker and it",
+                            None,
+                            False,
+                        )
+                    reason = f"{reason}, {proof}"
                 _evict_on(conn, uuid)
             told = [survivor]
             for other in eviction.others:
@@ -174,19 +214,67 @@ class GaleraActions:
                     _evict_on(conn, uuid)
                     told.append(other)
         except NoNodeAdmin as exc:
-            return f"eviction of {node} not done: {exc}", None
+            return f"eviction of {node} not done: {exc}", None, True
         except Exception as exc:  # the cluster still evicts it by itself: say so, go on
             return (
                 f"eviction of {node} through {survivor} failed ({describe_error(exc)}); "
                 "the cluster evicts it by itself after evs.suspect_timeout",
                 None,
+                True,
             )
         late = f"; {', '.join(map(str, untold))} not told: {PAST_DEADLINE}" if untold else ""
         return (
             f"evicted {node} (gcomm uuid {uuid}) through {', '.join(map(str, told))}: "
-            f"{eviction.reason}{late}",
+            f"{reason}{late}",
             uuid,
+            False,
         )
+
+    def _stalled(self, eviction: Eviction, account: Endpoint | None) -> tuple[str | None, str]:
+        """Every survivor asked a causal read at once: the proof that they are stalled on the
+        silent member (None when any answered), and what each read took, said."""
+        from galera_checker.eviction import stalled_on
+
+        survivors = (eviction.survivor, *eviction.others)
+        # a third of what is left at most: the eviction and telling the others must fit after
+        wait_s = max(0.05, min(STALL_WAIT_S, self._left() / 3))
+        waited: dict[NodeAddress, float | None] = {}
+
+        def ask(node: NodeAddress) -> None:
+            waited[node] = self._causal_read(account, node, wait_s)
+
+        threads = [threading.Thread(target=ask, args=(n,), daemon=True) for n in survivors]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(wait_s + max(0.0, self._left()))
+        taken = {n: waited.get(n) for n in survivors}
+        said = ", ".join(
+            f"{n} {'stalled' if ms is None else f'{ms:.0f} ms'}" for n, ms in taken.items()
+        )
+        return stalled_on(taken, wait_s * 1000), f"causal reads: {said}"
+
+    def _causal_read(
+        self, account: Endpoint | None, node: NodeAddress, wait_s: float
+    ) -> float | None:
+        """How long a causal read took on `node` (ms); None when it did not answer in `wait_s`
+        (a connection or a statement that fails otherwise is no proof: it says answered, 0 ms)."""
+        try:
+            with self.connect(account, node, timeout_s=self._left(), wait_s=wait_s) as conn:
+                with conn.cursor() as cur:
+                    cur.execute(CAUSAL_READ[0])
+                started = self.monotonic()
+                try:
+                    with conn.cursor() as cur:
+                        cur.execute(CAUSAL_READ[1])
+                        cur.fetchall()
+                except Exception as exc:
+                    if failure_of(exc) is ProbeFailure.SILENT:
+                        return None  # waited out: the read timeout ended it
+                    raise
+                return (self.monotonic() - started) * 1000
+        except Exception:  # no connection or another error: no proof, never taken for a stall
+            return 0.0
 
     def _clear(self, clearing: Clearing, account: Endpoint | None) -> tuple[str, bool]:
         node = clearing.node

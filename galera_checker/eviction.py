@@ -15,6 +15,15 @@ restarts a killed mysqld within seconds, under a new uuid, its client port close
 joins: evicting that one would keep it out. And survivors evict only while they are one Primary
 component (the same cluster state uuid and view) holding a majority of that view: a port refused
 on most nodes (a firewall, a wrong port) is no proof that most of the cluster died.
+
+A member that is frozen (SIGSTOP, a VM pause, a stuck disk) or cut off by the network does not
+refuse: it is silent, to the checker and to the group, and the group waits for it until
+evs.suspect_timeout. With cluster.evict_unresponsive_nodes it is evicted once it has been silent
+for unresponsive_after_ms and the survivors, a majority of one Primary view that answer the
+checker, show that their replication is stalled on it (the actions ask each of them a causal
+read, which cannot complete while a member of the view is silent). A member silent only to the
+checker (a slow or broken link between the two) leaves the group's replication flowing: the
+causal reads answer, and it is never evicted.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure, ProbeResult
 from galera_checker.policy import facts_of
@@ -38,7 +48,9 @@ class Eviction:
     survivor: NodeAddress
     reason: str
     others: tuple[NodeAddress, ...] = ()
-    withheld: str | None = None  # why it is not evicted, though refused
+    withheld: str | None = None  # why it is not evicted, though refused (or silent)
+    # a silent member, not a refused one: evicted only once the survivors are seen stalled
+    unresponsive: bool = False
 
     @property
     def allowed(self) -> bool:
@@ -99,6 +111,57 @@ def evictions(
             )
         found.append(Eviction(node, uuid, survivor, reason, others, why))
     return tuple(found)
+
+
+def unresponsive_members(
+    probes: Mapping[NodeAddress, ProbeResult],
+    roster: Collection[NodeAddress],
+    memory: Mapping[NodeAddress, NodeMemory],
+    known: Mapping[NodeAddress, str],
+    writers: Collection[NodeAddress],
+    *,
+    now: float,
+    after_ms: int,
+) -> tuple[Eviction, ...]:
+    """The roster's members silent for `after_ms` or more (memory's silent_since, monotonic
+    `now`), each to evict through the survivors in the Primary component once they are seen
+    stalled on it, or withheld with the reason. No survivor: nothing said."""
+    if after_ms <= 0:
+        return ()
+    survivors = sorted(n for n in roster if in_primary(probes.get(n)))
+    if not survivors:
+        return ()
+    survivor = next((n for n in survivors if n in writers), survivors[0])
+    withheld = _no_majority(probes, survivors)
+    found = []
+    for node in sorted(roster):
+        probe, kept = probes.get(node), memory.get(node)
+        if probe is None or probe.how_failed is not ProbeFailure.SILENT:
+            continue
+        if kept is None or kept.silent_since is None:
+            continue
+        silent_ms = (now - kept.silent_since) * 1000
+        if silent_ms < after_ms:
+            continue
+        uuid = known.get(node)
+        why = withheld
+        if why is None and uuid is None:
+            why = "its gcomm uuid was never seen while it answered"
+        reason = f"silent for {silent_ms:.0f} ms (unresponsive_after_ms {after_ms})"
+        others = tuple(n for n in survivors if n != survivor)
+        found.append(Eviction(node, uuid, survivor, reason, others, why, unresponsive=True))
+    return tuple(found)
+
+
+def stalled_on(waited: Mapping[NodeAddress, float | None], budget_ms: float) -> str | None:
+    """Whether the survivors' replication is stalled, from their causal reads (`waited`: how
+    long each took in ms, None when it had not answered within `budget_ms`): the proof, said,
+    when every one of them waited out its budget; None when any answered (the group replicates:
+    the silence is the checker's link to the member alone) or none was asked."""
+    if not waited or any(ms is not None for ms in waited.values()):
+        return None
+    nodes = ", ".join(str(n) for n in sorted(waited))
+    return f"causal reads on {nodes} stalled for {budget_ms:.0f} ms"
 
 
 def _no_majority(

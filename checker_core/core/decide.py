@@ -11,7 +11,7 @@ from typing import Protocol
 from checker_core.core.hysteresis import NodeMemory, settle, settles_at
 from checker_core.core.model import ClusterRows, NodeAddress, Plan, ServerRow, sort_rows
 from checker_core.core.planner import plan
-from checker_core.core.probes import CLEAR, PassSight, ProbeResult, Sight, sight_of
+from checker_core.core.probes import CLEAR, PassSight, ProbeFailure, ProbeResult, Sight, sight_of
 from checker_core.core.roles import Assignment, RoleRules, assign
 from checker_core.core.roster import (
     LiveLayout,
@@ -172,6 +172,9 @@ def decide(
             verdicts[node] = verdict.unseen(f"{verdict.reason} (not counted: {sight.reason})")
             remembered[node] = memory.get(node) or NodeMemory(routable=layout.routed(node))
             continue
+        probe = probes.get(node)
+        silent_since = _silent_since(probe, memory.get(node), now)
+        verdict = unresponsive(verdict, silent_since, cluster, now)
         settled, node_memory = settle(
             verdict,
             memory.get(node),
@@ -182,13 +185,13 @@ def decide(
             interval_s=interval_s,
         )
         verdicts[node] = settled
-        probe = probes.get(node)
         said = policy.identity(probe.facts) if probe is not None and probe.answered else None
         remembered[node] = replace(
             node_memory,
             lagging=verdict.state is State.LAGGING,
             queue_samples=queue_history(verdict, node_memory, now),
             identity=said or node_memory.identity,
+            silent_since=silent_since,
         )
     writers, how = policy.choose_writers(verdicts, roster, layout, cluster)
     rules = RoleRules(
@@ -245,15 +248,49 @@ def _due(
     interval_s: float,
 ) -> dict[NodeAddress, float]:
     """A silent node's counters were not moved by this pass: asking it again at a time already
-    past would only repeat the pass, so it waits for the cadence."""
+    past would only repeat the pass, so it waits for the cadence. A member silent for less than
+    unresponsive_after_ms is asked again when that time is up."""
     found = {}
     for node, kept in memory.items():
         if node in silent:
             continue
         at = settles_at(kept, cluster.retry_up, cluster.retry_down, interval_s)
+        if kept.routable and cluster.unresponsive_after_ms > 0 and kept.silent_since is not None:
+            up = kept.silent_since + cluster.unresponsive_after_ms / 1000
+            at = up if at is None else min(at, up)
         if at is not None:
             found[node] = at
     return found
+
+
+def _silent_since(probe: ProbeResult | None, before: NodeMemory | None, now: float) -> float | None:
+    """Since when the node has not answered in time (None: it answered, or failed otherwise):
+    from when the first question it left unanswered was asked, not from when that was seen."""
+    if probe is None or probe.how_failed is not ProbeFailure.SILENT:
+        return None
+    if before is not None and before.silent_since is not None:
+        return before.silent_since
+    return now - probe.elapsed_ms / 1000
+
+
+def unresponsive(
+    verdict: Verdict, silent_since: float | None, cluster: ClusterSettings, now: float
+) -> Verdict:
+    """A member silent for unresponsive_after_ms is out at once (cluster.evict_unresponsive_nodes):
+    whatever retry_down would wait for, no write goes to a node that may be frozen or cut off
+    while the rest of the cluster stalls on it."""
+    after_ms = cluster.unresponsive_after_ms
+    if after_ms <= 0 or silent_since is None or verdict.hard:
+        return verdict
+    silent_ms = (now - silent_since) * 1000
+    if silent_ms < after_ms:
+        return verdict
+    return replace(
+        verdict,
+        hard=True,
+        reason=f"{verdict.reason}; silent for {silent_ms:.0f} ms, unresponsive_after_ms "
+        f"{after_ms}: out at once (evict_unresponsive_nodes)",
+    )
 
 
 def blind_decision(

@@ -33,10 +33,20 @@ class NodeMemory:
     # who answered at this address when it last answered (Galera: its gcomm uuid, a new one per
     # process; GR: its server_uuid): a node is who it is, not where it is
     identity: str | None = None
+    # the first probe of the node's present silence (no answer in time): how long a member has
+    # not answered, for cluster.evict_unresponsive_nodes
+    silent_since: float | None = None
 
     def without_times(self) -> NodeMemory:
         """The counters alone, for times of another clock (before a reboot, a wall clock)."""
-        return replace(self, drain_since=None, queue_samples=(), bad_since=None, good_since=None)
+        return replace(
+            self,
+            drain_since=None,
+            queue_samples=(),
+            bad_since=None,
+            good_since=None,
+            silent_since=None,
+        )
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -49,6 +59,7 @@ class NodeMemory:
             "bad_since": self.bad_since,
             "good_since": self.good_since,
             "identity": self.identity,
+            "silent_since": self.silent_since,
         }
 
     @classmethod
@@ -57,6 +68,7 @@ class NodeMemory:
         assert isinstance(samples, list)
         drain_since = data.get("drain_since")
         bad_since, good_since = data.get("bad_since"), data.get("good_since")
+        silent_since = data.get("silent_since")
         return cls(
             routable=bool(data.get("routable", False)),
             bad_streak=int(str(data.get("bad_streak", 0))),
@@ -67,6 +79,7 @@ class NodeMemory:
             bad_since=None if bad_since is None else float(str(bad_since)),
             good_since=None if good_since is None else float(str(good_since)),
             identity=None if data.get("identity") is None else str(data.get("identity")),
+            silent_since=None if silent_since is None else float(str(silent_since)),
         )
 
 

@@ -150,6 +150,9 @@ class ClusterSettings:
     main_segment: int | None
     brownout: str
     evict_dead_nodes: bool = False
+    # a member silent this long (ms) is out as a writer at once, and evicted when the others'
+    # replication is stalled on it; 0: never (cluster.evict_unresponsive_nodes off)
+    unresponsive_after_ms: int = 0
     # not a configuration key: the writer a switchover chose (kept in the state directory),
     # preferred over weights and fail_back while it is healthy, until released
     preferred_writer: NodeAddress | None = None

@@ -37,6 +37,7 @@ class ActionsDone:
     said: tuple[str, ...] = ()  # what was done (or would be): the pass line says it
     failed: tuple[str, ...] = ()  # what could not be done: warnings too
     evictions: int = 0
+    unresponsive: int = 0  # of the evictions, members evicted while silent (not refused)
 
 
 class NodeActions(Protocol):

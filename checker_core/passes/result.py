@@ -115,7 +115,8 @@ class PassResult:
     known_readiness: Readiness | None = None
     # the daemon works readiness out off its loop: none known yet means none, not "ask now"
     readiness_deferred: bool = False
-    evictions: int = 0  # dead Galera members this pass evicted from the survivors' view
+    evictions: int = 0  # Galera members this pass evicted from the survivors' view
+    unresponsive_evictions: int = 0  # of them, members evicted while silent (not refused)
     node_actions: tuple[str, ...] = ()  # what the pass did to the nodes themselves, in words
     advice: tuple[Advice, ...] = ()
 
@@ -211,6 +212,7 @@ class PassProgress:
         self.remembered = False
         self.state_failures = 0
         self.evictions = 0
+        self.unresponsive_evictions = 0
         self.node_actions: tuple[str, ...] = ()
         self.advice: tuple[Advice, ...] = ()
         self.inputs: PassInputs | None = None
@@ -260,6 +262,7 @@ class PassProgress:
             inputs=self.inputs,
             assumed=self.assumed,
             evictions=self.evictions,
+            unresponsive_evictions=self.unresponsive_evictions,
             node_actions=self.node_actions,
             advice=self.advice,
         )

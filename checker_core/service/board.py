@@ -98,7 +98,10 @@ class Board:
         return {
             "checker": self.checker,
             "clusters": [
-                status_record(record.last, hostgroups[name])
+                {
+                    **status_record(record.last, hostgroups[name]),
+                    "last_evictions": list(record.evictions),
+                }
                 for name, record in sorted(records.items())
                 if record is not None
             ],

@@ -28,16 +28,26 @@ class ClusterRecord:
     finished_at: float
     last_success_at: float | None
     blind_streak: int = 0  # passes in a row, up to this one, that heard no node
+    # what the last pass that evicted a member said of it (kept until another one evicts)
+    evictions: tuple[str, ...] = ()
 
     def after(self, result: PassResult, finished_at: float) -> ClusterRecord:
         success = finished_at if result.outcome in SUCCESSFUL else self.last_success_at
         blind = self.blind_streak + 1 if result.outcome is Outcome.BLIND else 0
-        return ClusterRecord(result, finished_at, success, blind)
+        evictions = _evictions(result) or self.evictions
+        return ClusterRecord(result, finished_at, success, blind, evictions)
 
     @staticmethod
     def first(result: PassResult, finished_at: float) -> ClusterRecord:
         success = finished_at if result.outcome in SUCCESSFUL else None
-        return ClusterRecord(result, finished_at, success, int(result.outcome is Outcome.BLIND))
+        blind = int(result.outcome is Outcome.BLIND)
+        return ClusterRecord(result, finished_at, success, blind, _evictions(result))
+
+
+def _evictions(result: PassResult) -> tuple[str, ...]:
+    if not result.evictions:
+        return ()
+    return tuple(said for said in result.node_actions if said.startswith("evicted "))
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,14 +41,18 @@ class MetricSpec:
         return PREFIX + self.name + ("_total" if self.kind is Counter else "")
 
 
+EVICTION_REASONS = ("refused", "unresponsive")
+
 METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("info", Gauge, ("checker", "version"), "Always 1; which checker and version run."),
     MetricSpec("passes", Counter, ("cluster", "outcome"), "Passes by outcome."),
     MetricSpec(
         "evictions",
         Counter,
-        ("cluster",),
-        "Dead Galera members evicted from the survivors' view (cluster.evict_dead_nodes).",
+        ("cluster", "reason"),
+        "Galera members evicted from the survivors' view, by reason: refused (its port refuses: "
+        "cluster.evict_dead_nodes) or unresponsive (silent while the others stalled on it: "
+        "cluster.evict_unresponsive_nodes).",
     ),
     MetricSpec(
         "early_passes",
@@ -214,7 +218,10 @@ class DaemonMetrics:
         if result.outcome is Outcome.BUSY:
             self._counter("lock_busy_skips").labels(name).inc()
         self._counter("state_save_failures").labels(name).inc(result.state_failures)
-        self._counter("evictions").labels(name).inc(result.evictions)
+        unresponsive = result.unresponsive_evictions
+        refused_label, unresponsive_label = EVICTION_REASONS
+        self._counter("evictions").labels(name, refused_label).inc(result.evictions - unresponsive)
+        self._counter("evictions").labels(name, unresponsive_label).inc(unresponsive)
         if result.outcome in SUCCESSFUL:
             self._gauge("last_success_timestamp_seconds").labels(name).set(finished_at)
         for node, probe in result.probes.items():
@@ -283,6 +290,8 @@ class DaemonMetrics:
             for spec in METRICS:
                 if spec.labels == ("cluster",):
                     self._remove(spec, cluster)
+            for reason in EVICTION_REASONS:
+                self._remove(self._spec("evictions"), cluster, reason)
 
     @staticmethod
     def _spec(name: str) -> MetricSpec:

@@ -504,6 +504,9 @@ def _cluster(
         main_segment=None if values["main_segment"] is None else int(str(values["main_segment"])),
         brownout=str(values["brownout"]),
         evict_dead_nodes=bool(values["evict_dead_nodes"]),
+        unresponsive_after_ms=int(str(values["unresponsive_after_ms"]))
+        if values["evict_unresponsive_nodes"]
+        else 0,
     )
 
 
@@ -730,14 +733,23 @@ def load(
             )
             if cluster is not None:
                 clusters.append(cluster)
-            if cluster is not None and cluster.evict_dead_nodes and "node_admin" not in raw:
-                problems.append(
-                    Problem(
-                        f"cluster[{index}].evict_dead_nodes",
-                        "needs the [node_admin] account (SET GLOBAL wsrep_provider_options "
-                        "on a survivor); see docs/eviction.md",
-                    )
+            evicting = (
+                ()
+                if cluster is None
+                else (
+                    ("evict_dead_nodes", cluster.evict_dead_nodes),
+                    ("evict_unresponsive_nodes", cluster.unresponsive_after_ms > 0),
                 )
+            )
+            for key, on in evicting:
+                if on and "node_admin" not in raw:
+                    problems.append(
+                        Problem(
+                            f"cluster[{index}].{key}",
+                            "needs the [node_admin] account (SET GLOBAL "
+                            "wsrep_provider_options on a survivor); see docs/eviction.md",
+                        )
+                    )
 
     host = proxysql_values.get("host")
     if isinstance(host, str) and (problem := host_problem(host)) is not None:

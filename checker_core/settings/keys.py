@@ -436,6 +436,27 @@ KEYS: tuple[Key, ...] = (
         "docs/eviction.md.",
         checkers=(Checker.GALERA,),
     ),
+    Key(
+        "cluster",
+        "evict_unresponsive_nodes",
+        bool,
+        False,
+        "Take a member that has not answered for unresponsive_after_ms out of the writer "
+        "hostgroup at once, and evict it with evs.evict when a majority of its view answers and "
+        "their replication is stalled on it (a frozen or cut-off member). A long pause that "
+        "would have recovered becomes a restart. Needs [node_admin]; see docs/eviction.md.",
+        checkers=(Checker.GALERA,),
+    ),
+    Key(
+        "cluster",
+        "unresponsive_after_ms",
+        int,
+        1000,
+        "How long a member must be silent before evict_unresponsive_nodes acts on it.",
+        minimum=200,
+        maximum=600000,
+        checkers=(Checker.GALERA,),
+    ),
 )
 
 KEYS_BY_SECTION: dict[str, dict[str, Key]] = {

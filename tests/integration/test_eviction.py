@@ -2,10 +2,13 @@
 survivors' view through the checker's eviction (it is in their evs evict list, which only an
 eviction fills), long before evs.suspect_timeout (3 s in the lab) would have dropped it; the
 entry is cleared once the member is out of the view; a frozen node (SIGSTOP) is never evicted.
+With cluster.evict_unresponsive_nodes a frozen member is evicted once the others stall on it,
+and rejoins once restarted; a member frozen for less than unresponsive_after_ms is not.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -31,14 +34,14 @@ def evict_list(galera: Any, n: int) -> str:
     return status(galera, n, "wsrep_evs_evict_list")
 
 
-def evicting_daemon(rig: Rig) -> Daemon:
+def evicting_daemon(rig: Rig, interval_ms: int = 2000, **cluster: object) -> Daemon:
     secret = rig.tmp / "secrets" / "node_admin"
     secret.parent.mkdir(exist_ok=True)
     secret.write_text(NODE_ADMIN_PASSWORD + "\n")
     rig.proxysql_settings.clear()
     # the watch brings the eviction; the cadence the clearing (a returning reader is no writer)
-    rig.run_settings.update(interval_ms=2000, max_runtime_ms=1800)
-    rig.write_config(evict_dead_nodes=True)
+    rig.run_settings.update(interval_ms=interval_ms, max_runtime_ms=interval_ms * 9 // 10)
+    rig.write_config(**(cluster or {"evict_dead_nodes": True}))
     text = rig.config.read_text().replace(
         "[run]\n",
         f'[node_admin]\nuser = "{NODE_ADMIN_USER}"\npassword_file = "{secret}"\n[run]\n',
@@ -134,3 +137,70 @@ def test_a_killed_member_restarted_at_once_rejoins_and_its_new_process_is_never_
         wait_until(lambda: node in rig.readers, SOON_S, f"{node} to read again")
     finally:
         assert daemon.stop() == 0
+
+
+def unresponsive_daemon(rig: Rig, after_ms: int) -> Daemon:
+    """Regular passes every second: a frozen reader is noticed by the cadence (the watch asks
+    the writer only)."""
+    return evicting_daemon(rig, 1000, evict_unresponsive_nodes=True, unresponsive_after_ms=after_ms)
+
+
+@pytest.mark.parametrize("n", [1, 3], ids=["writer", "reader"])
+def test_a_frozen_member_is_evicted_once_the_others_stall_on_it_and_rejoins_when_restarted(
+    rig: Rig, galera: Any, nodes: list[NodeAddress], n: int
+) -> None:
+    node = nodes[n - 1]
+    survivor = 2
+    old_uuid = status(galera, n, "wsrep_gcomm_uuid")
+    daemon = unresponsive_daemon(rig, 500)
+    try:
+        galera.freeze(n)
+        try:
+            wait_until(
+                lambda: f"evicted {node}" in "".join(daemon.output),
+                SOON_S,
+                f"the frozen node{n} to be evicted",
+            )
+            said = next(line for line in daemon.output if f"evicted {node}" in line)
+            assert f"gcomm uuid {old_uuid}" in said and "silent for" in said, said
+            assert "stalled" in said, said
+            assert node not in rig.writers, "no write goes to a member the others gave up on"
+            wait_until(
+                lambda: status(galera, survivor, "wsrep_cluster_size") == "2",
+                SOON_S,
+                f"the survivors' view to drop node{n}",
+            )
+        finally:
+            galera.thaw(n, wait=False)
+        # woken, it finds itself out of the view: it rejoins once restarted, as an operator
+        # (or its service manager) would
+        galera.kill(n)
+        galera.start(n)
+        galera.wait_cluster([1, 2, 3], SOON_S)
+        assert status(galera, n, "wsrep_gcomm_uuid") != old_uuid
+        wait_until(
+            lambda: all(evict_list(galera, k) == "" for k in (1, 2, 3)),
+            SOON_S,
+            "the eviction lists to be cleared",
+        )
+        wait_until(lambda: node in rig.readers, SOON_S, f"{node} to read again")
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_a_member_frozen_for_less_than_the_time_is_not_evicted(
+    rig: Rig, galera: Any, nodes: list[NodeAddress]
+) -> None:
+    daemon = unresponsive_daemon(rig, 3000)
+    try:
+        galera.freeze(3)
+        time.sleep(1.0)  # frozen a third of unresponsive_after_ms, then back
+        galera.thaw(3)
+        galera.wait_cluster([1, 2, 3], SOON_S)
+        daemon.next_pass(timeout=SOON_S)
+        daemon.next_pass(timeout=SOON_S)
+    finally:
+        assert daemon.stop() == 0
+    assert "evicted" not in "".join(daemon.output)
+    assert all(evict_list(galera, n) == "" for n in (1, 2, 3))
+    assert status(galera, 1, "wsrep_cluster_size") == "3"

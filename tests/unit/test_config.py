@@ -458,6 +458,31 @@ def test_eviction_needs_the_node_admin_account(write_config: WriteConfig) -> Non
     assert settings.run.watch_interval_ms == 40
 
 
+def test_unresponsive_eviction_is_off_by_default_and_needs_the_node_admin_account(
+    write_config: WriteConfig,
+) -> None:
+    assert load(write_config(GOOD), Checker.GALERA, env={}).clusters[0].unresponsive_after_ms == 0
+    evicting = GOOD + "evict_unresponsive_nodes = true\nunresponsive_after_ms = 1500\n"
+    assert problems_of(write_config(evicting)) == [
+        "cluster[0].evict_unresponsive_nodes: needs the [node_admin] account (SET GLOBAL "
+        "wsrep_provider_options on a survivor); see docs/eviction.md"
+    ]
+    with_account = evicting.replace(
+        "[run]", '[node_admin]\nuser = "nodeadmin"\npassword_file = "{secret}"\n[run]'
+    )
+    assert (
+        load(write_config(with_account), Checker.GALERA, env={}).clusters[0].unresponsive_after_ms
+        == 1500
+    )
+    too_short = with_account.replace("= 1500", "= 50")
+    assert problems_of(write_config(too_short))[0].startswith("cluster[0].unresponsive_after_ms:")
+    only_the_time = GOOD + "unresponsive_after_ms = 1500\n"
+    assert (
+        load(write_config(only_the_time), Checker.GALERA, env={}).clusters[0].unresponsive_after_ms
+        == 0
+    )
+
+
 def test_node_admin_without_a_user_is_one_problem(write_config: WriteConfig) -> None:
     text = GOOD.replace("[run]", '[node_admin]\npassword_file = "{secret}"\n[run]')
     assert problems_of(write_config(text)) == [

@@ -174,3 +174,15 @@ def test_the_queue_shown_is_the_one_this_pass_read() -> None:
     kept = replace(first.decision, raw=now.decision.raw)
     metrics.observe(replace(now, decision=kept), 101.0)
     assert value(scrape(metrics), queue, cluster="main", node=str(N2)) == 9
+
+
+def test_evictions_are_counted_by_reason() -> None:
+    metrics = DaemonMetrics("galera")
+    evicting = replace(galera_pass(steady(N1)), evictions=3, unresponsive_evictions=1)
+    metrics.observe(evicting, 100.0)
+    samples = scrape(metrics)
+    name = "proxysql_checker_evictions_total"
+    assert value(samples, name, cluster="main", reason="refused") == 2
+    assert value(samples, name, cluster="main", reason="unresponsive") == 1
+    metrics.forget_clusters(())
+    assert value(scrape(metrics), name, cluster="main", reason="unresponsive") is None

@@ -1,0 +1,269 @@
+"""cluster.evict_unresponsive_nodes: a member silent for unresponsive_after_ms is out at once
+(whatever retry_down would wait for), and evicted only when a majority of its view answers and
+their replication is stalled on it (causal reads that do not complete). A member that answered
+within the time, or that is silent only to the checker, is never evicted."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checker_core.core.decide import decide, view_of
+from checker_core.core.hysteresis import NodeMemory
+from checker_core.core.model import NodeAddress
+from checker_core.core.probes import ProbeFailure, ProbeResult
+from checker_core.core.verdict import State
+from checker_core.edges.memory import StateStore
+from checker_core.passes.plugin import AfterPass
+from checker_core.settings.schema import Checker
+from galera_checker.actions import CAUSAL_READ, EVICT_SQL, GaleraActions
+from galera_checker.eviction import stalled_on, unresponsive_members
+from galera_checker.policy import GaleraPolicy
+from tests.unit.galera_cases import N1, N2, N3, cluster_settings, probe_ok, rows_of, steady
+
+ROSTER = (N1, N2, N3)
+UUID = {N1: "u-1", N2: "u-2", N3: "u-3"}
+
+
+def alive(node: NodeAddress) -> ProbeResult:
+    return probe_ok(node, wsrep_gcomm_uuid=UUID[node])
+
+
+def silent(node: NodeAddress, waited_ms: float = 0.0) -> ProbeResult:
+    return ProbeResult(node, None, "timed out", waited_ms, ProbeFailure.SILENT)
+
+
+def passes(
+    after_ms: int, answers: list[tuple[float, ProbeResult]], retry_down: int = 3
+) -> list[Any]:
+    """Decisions of passes at the given times (monotonic s), N1 (the writer) answering as
+    given, each pass's memory carried to the next and every plan made live."""
+    cluster = cluster_settings(retry_down=retry_down, unresponsive_after_ms=after_ms)
+    view = view_of(rows_of(steady(N1)), cluster)
+    memory: Mapping[NodeAddress, NodeMemory] = {}
+    made = []
+    for now, n1 in answers:
+        probes = {N1: n1, N2: alive(N2), N3: alive(N3)}
+        decision = decide(
+            GaleraPolicy(),
+            view,
+            probes,
+            memory=memory,
+            cluster=cluster,
+            in_use={},
+            now=now,
+            interval_s=2.0,
+        )
+        made.append(decision)
+        memory = decision.memory
+    return made
+
+
+def test_a_writer_silent_for_the_time_is_out_at_once_not_after_retry_down() -> None:
+    made = passes(1000, [(100.0, silent(N1)), (100.5, silent(N1)), (101.0, silent(N1))])
+    first, middle, last = made
+    assert N1 in first.assignment.writers and N1 in middle.assignment.writers
+    assert first.memory[N1].silent_since == 100.0 == last.memory[N1].silent_since
+    assert first.due[N1] == 101.0, "asked again when its time is up"
+    assert N1 not in last.assignment.writers
+    assert last.verdicts[N1].state is State.DOWN and last.verdicts[N1].hard
+    assert "silent for 1000 ms" in last.verdicts[N1].reason
+
+
+def test_without_the_option_retry_down_decides_as_before() -> None:
+    made = passes(0, [(100.0, silent(N1)), (100.5, silent(N1)), (101.0, silent(N1))])
+    assert all(N1 in d.assignment.writers for d in made)
+    assert not made[-1].verdicts[N1].hard
+    assert made[0].due.get(N1) != 101.0
+
+
+def test_the_silence_counts_from_the_first_question_left_unanswered() -> None:
+    """A pass that waited 600 ms for the answer saw a silence that began 600 ms before."""
+    made = passes(1000, [(100.6, silent(N1, 600.0)), (101.0, silent(N1, 600.0))])
+    assert made[0].memory[N1].silent_since == pytest.approx(100.0)
+    assert made[0].due[N1] == pytest.approx(101.0)
+    assert N1 not in made[1].assignment.writers
+
+
+def test_an_answer_within_the_time_starts_the_silence_again() -> None:
+    made = passes(
+        1000,
+        [(100.0, silent(N1)), (100.6, alive(N1)), (100.9, silent(N1)), (101.5, silent(N1))],
+    )
+    assert made[1].memory[N1].silent_since is None
+    assert made[3].memory[N1].silent_since == 100.9
+    assert N1 in made[3].assignment.writers, "0.6 s of silence since it last answered"
+
+
+def test_silence_survives_the_state_file() -> None:
+    kept = NodeMemory(routable=True, bad_streak=2, bad_since=5.0, silent_since=5.0)
+    assert NodeMemory.from_json(kept.to_json()) == kept
+    assert kept.without_times().silent_since is None
+
+
+# ---------------------------------------------------------------- whom to evict
+
+
+def memory_silent_since(since: float) -> dict[NodeAddress, NodeMemory]:
+    return {
+        N1: NodeMemory(routable=True, identity="u-1", silent_since=since),
+        N2: NodeMemory(routable=True, identity="u-2"),
+        N3: NodeMemory(routable=True, identity="u-3"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("silent_s", "wanted"), [(0.4, ()), (1.0, (N1,)), (3.0, (N1,))], ids=["short", "at", "long"]
+)
+def test_a_member_is_a_candidate_once_silent_for_the_time(
+    silent_s: float, wanted: tuple[NodeAddress, ...]
+) -> None:
+    probes = {N1: silent(N1), N2: alive(N2), N3: alive(N3)}
+    found = unresponsive_members(
+        probes,
+        ROSTER,
+        memory_silent_since(100.0),
+        UUID,
+        (N2,),
+        now=100.0 + silent_s,
+        after_ms=1000,
+    )
+    assert tuple(e.node for e in found) == wanted
+    if found:
+        (eviction,) = found
+        assert eviction.allowed and eviction.unresponsive
+        assert eviction.survivor == N2 and eviction.others == (N3,)
+        assert eviction.uuid == "u-1"
+
+
+def test_a_minority_that_answers_evicts_nobody() -> None:
+    """Two of three silent: the one that answers is no majority of its view of 3."""
+    probes = {N1: silent(N1), N2: silent(N2), N3: alive(N3)}
+    memory = {**memory_silent_since(100.0), N2: NodeMemory(routable=True, silent_since=100.0)}
+    found = unresponsive_members(probes, ROSTER, memory, UUID, (N3,), now=102.0, after_ms=1000)
+    assert found and not any(e.allowed for e in found)
+    assert all("no majority" in (e.withheld or "") for e in found)
+
+
+def test_stalled_only_when_every_survivor_waited_out() -> None:
+    assert stalled_on({N2: None, N3: None}, 500) is not None
+    assert stalled_on({N2: None, N3: 3.0}, 500) is None, "one replicates: the group flows"
+    assert stalled_on({}, 500) is None
+
+
+# ---------------------------------------------------------------- the actions
+
+
+class Survivor:
+    """A node_admin connection to a survivor: its member list, and a causal read that stalls
+    (the read timeout ends it) or answers."""
+
+    def __init__(self, node: NodeAddress, stalls: bool, log: list[tuple[object, ...]]) -> None:
+        self.node, self.stalls, self.log = node, stalls, log
+
+    def cursor(self) -> Survivor:
+        return self
+
+    def __enter__(self) -> Survivor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def execute(self, sql: str, args: object = None) -> None:
+        self.log.append((self.node, sql, args))
+        if sql == CAUSAL_READ[1] and self.stalls:
+            raise TimeoutError("timed out")
+
+    def fetchall(self) -> list[tuple[str, str]]:
+        return [("u-1", str(N1)), ("u-2", str(N2)), ("u-3", str(N3))]
+
+
+def survivors(stalling: set[NodeAddress], log: list[tuple[object, ...]]) -> Any:
+    @contextlib.contextmanager
+    def connect(account: object, node: NodeAddress, **timeouts: float) -> Iterator[Survivor]:
+        yield Survivor(node, node in stalling, log)
+
+    return connect
+
+
+def after(tmp_path: Path, silent_s: float, *, acting: bool = True, now: float = 200.0) -> AfterPass:
+    cluster = cluster_settings(unresponsive_after_ms=1000)
+    made = passes(1000, [(now - silent_s, silent(N1)), (now, silent(N1))])
+    probes = {N1: silent(N1), N2: alive(N2), N3: alive(N3)}
+    decision = made[-1]
+    memory = {n: replace(m, identity=UUID[n]) for n, m in decision.memory.items()}
+    return AfterPass(
+        cluster,
+        replace(decision, memory=memory),
+        probes,
+        object(),  # type: ignore[arg-type]  # an account: the fake connect takes any
+        StateStore(tmp_path, Checker.GALERA),
+        2.0,
+        acting,
+    )
+
+
+def evicted_on(log: list[tuple[object, ...]]) -> list[object]:
+    return [node for node, sql, args in log if sql == EVICT_SQL and args == ("evs.evict=u-1",)]
+
+
+def test_a_silent_member_the_others_stall_on_is_evicted_through_them(tmp_path: Path) -> None:
+    log: list[tuple[object, ...]] = []
+    actions = GaleraActions(survivors({N2, N3}, log), lambda: 200.0)
+    done = actions.after_pass(after(tmp_path, 1.5))
+    assert done.evictions == 1, done
+    assert sorted(evicted_on(log), key=str) == [N2, N3], "every survivor told"
+    assert "evicted 127.0.0.1:3311 (gcomm uuid u-1)" in done.said[0]
+    assert "silent for 1500 ms" in done.said[0] and "stalled" in done.said[0]
+    assert (N2, CAUSAL_READ[0], None) in log, "a causal read, asked on each survivor"
+
+
+def test_a_member_silent_only_to_the_checker_is_never_evicted(tmp_path: Path) -> None:
+    """The survivors' causal reads answer: the group replicates, the silence is the checker's
+    link to the member alone."""
+    log: list[tuple[object, ...]] = []
+    actions = GaleraActions(survivors({N2}, log), lambda: 200.0)
+    done = actions.after_pass(after(tmp_path, 1.5))
+    assert done.evictions == 0 and evicted_on(log) == []
+    assert "not evicting 127.0.0.1:3311" in done.said[0]
+    assert "the others replicate" in done.said[0]
+
+
+def test_a_member_silent_for_less_than_the_time_is_not_asked_about(tmp_path: Path) -> None:
+    log: list[tuple[object, ...]] = []
+    actions = GaleraActions(survivors({N2, N3}, log), lambda: 200.0)
+    done = actions.after_pass(after(tmp_path, 0.5))
+    assert done.evictions == 0 and done.said == () and log == []
+
+
+def test_a_dry_run_or_a_standby_only_says_what_it_would_do(tmp_path: Path) -> None:
+    log: list[tuple[object, ...]] = []
+    actions = GaleraActions(survivors({N2, N3}, log), lambda: 200.0)
+    done = actions.after_pass(after(tmp_path, 1.5, acting=False))
+    assert done.evictions == 0 and evicted_on(log) == []
+    assert done.said[0].startswith("would evict 127.0.0.1:3311 through 127.0.0.1:3312")
+    assert "the others stalled on it" in done.said[0]
+
+
+def test_status_keeps_what_the_last_eviction_said() -> None:
+    """/status shows the last eviction, and why, after the passes that followed it."""
+    from checker_core.service.health import ClusterRecord
+    from tests.unit.daemon_cases import galera_pass
+
+    said = "evicted 127.0.0.1:3311 (gcomm uuid u-1) through 127.0.0.1:3312: silent for 1200 ms"
+    evicting = replace(
+        galera_pass(steady(N2)),
+        evictions=1,
+        unresponsive_evictions=1,
+        node_actions=(said, "cleared nothing"),
+    )
+    record = ClusterRecord.first(evicting, 1.0)
+    later = record.after(galera_pass(steady(N2)), 2.0).after(galera_pass(steady(N2)), 3.0)
+    assert record.evictions == later.evictions == (said,)
+    assert ClusterRecord.first(galera_pass(steady(N2)), 1.0).evictions == ()
