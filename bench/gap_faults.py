@@ -1,13 +1,15 @@
 """The write-gap bench's clusters and faults: one table, one entry per fault.
 
-A fault is injected on the current writer (node or member 1, the heaviest), then undone before
-the cluster is healed. Adding a fault (a GR switchover, say) is one entry in FAULTS.
+A fault is injected on the current writer (node or member 1, the heaviest), or on a reader (the
+lightest node) where it says so, then undone before the cluster is healed. Adding a fault (a GR
+switchover, say) is one entry in FAULTS.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +65,7 @@ class FaultRun:
     target: int  # the node expected to write afterwards
     logs: Path  # where a run's logs stay (the config's directory is new for every run)
     background: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    timers: list[threading.Timer] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ class Fault:
     inject: Callable[[FaultRun], None]
     undo: Callable[[FaultRun], None] = lambda run: None
     evictable: bool = False  # the eviction variant applies (a dead mysqld)
+    frozen: bool = False  # the unresponsive variant applies (a member that stops answering)
+    on_reader: bool = False  # the fault hits a reader; the writer stays where it is
 
 
 def _reject(run: FaultRun) -> None:
@@ -96,7 +101,22 @@ def _freeze(run: FaultRun) -> None:
 
 
 def _thaw(run: FaultRun) -> None:
+    for timer in run.timers:
+        timer.cancel()
     run.cluster.thaw(run.victim)
+
+
+def _freeze_for(seconds: float) -> Callable[[FaultRun], None]:
+    """SIGSTOP now, SIGCONT `seconds` later (a VM pause, a stall that ends by itself)."""
+
+    def freeze(run: FaultRun) -> None:
+        run.cluster.lab.freeze(run.victim)
+        timer = threading.Timer(seconds, run.cluster.thaw, args=(run.victim,))
+        timer.daemon = True
+        run.timers.append(timer)
+        timer.start()
+
+    return freeze
 
 
 def _switchover(run: FaultRun, *extra: str) -> None:
@@ -146,7 +166,32 @@ FAULTS: tuple[Fault, ...] = (
     Fault("desync", "galera", "SET GLOBAL wsrep_desync = ON", _desync),
     Fault("read_only", "galera", "SET GLOBAL read_only = ON", _read_only),
     Fault("kill9", "galera", "kill -9 of mysqld", _kill, evictable=True),
-    Fault("sigstop", "galera", "SIGSTOP of mysqld (SIGCONT after)", _freeze, _thaw),
+    Fault("sigstop", "galera", "SIGSTOP of mysqld (SIGCONT after)", _freeze, _thaw, frozen=True),
+    Fault(
+        "sigstop_3s",
+        "galera",
+        "SIGSTOP of the writer's mysqld, SIGCONT 3 s later",
+        _freeze_for(3.0),
+        _thaw,
+        frozen=True,
+    ),
+    Fault(
+        "sigstop_10s",
+        "galera",
+        "SIGSTOP of the writer's mysqld, SIGCONT 10 s later",
+        _freeze_for(10.0),
+        _thaw,
+        frozen=True,
+    ),
+    Fault(
+        "reader_sigstop",
+        "galera",
+        "SIGSTOP of a reader's mysqld (SIGCONT after); the writer stays",
+        _freeze,
+        _thaw,
+        frozen=True,
+        on_reader=True,
+    ),
     Fault(
         "switchover",
         "galera",
@@ -190,6 +235,11 @@ def gr_cluster() -> Cluster:
     lab = GrLab()
     ports = {member.index: member.port for member in lab.members}
     return Cluster("gr", "gr_checker", lab, ports, 1, lab.sql)
+
+
+def reader_of(cluster: Cluster) -> int:
+    """The node a reader fault hits: the lightest (Galera's weight 100, node 3)."""
+    return max(cluster.ports)
 
 
 def expected_target(cluster: Cluster, victim: int) -> int:

@@ -15,7 +15,12 @@ writer. The run ends once the client has had acknowledgements from the new write
 up on the surviving nodes.
 
 Variants: watch (the daemon as configured by default), floor (run.watch_interval_ms = 0: the
-cadence alone), evict (Galera kill -9 only: cluster.evict_dead_nodes with [node_admin]).
+cadence alone), evict (Galera kill -9 only: cluster.evict_dead_nodes with [node_admin]),
+unresponsive (Galera freezes only: cluster.evict_unresponsive_nodes, unresponsive_after_ms 1000,
+with [node_admin]).
+
+A reader fault (reader_sigstop) leaves the writer where it is: its figure is the longest gap
+between acknowledged writes, which the whole cluster's stall makes.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from bench.gap_faults import (
     faults_of,
     galera_cluster,
     gr_cluster,
+    reader_of,
 )
 from bench.gap_traffic import TABLES, Sample, Sampler, Statement, Table, Writer
 from checker_core.core.model import ServerRow
@@ -59,7 +65,8 @@ from tests.lab.paths import LOOPBACK, lab_dir
 from tests.lab.process import LabError, wait_until
 from tests.lab.proxysql import ProxySQLLab, admin_cursor
 
-VARIANTS = ("watch", "floor", "evict")
+VARIANTS = ("watch", "floor", "evict", "unresponsive")
+UNRESPONSIVE_AFTER_MS = 1000
 WEIGHTS = (1000, 500, 100)
 CONVERGE_TIMEOUT_S = 60.0
 FIRST_ACK_TIMEOUT_S = 20.0
@@ -172,6 +179,9 @@ def write_config(proxysql: ProxySQLLab, cluster: Cluster, case: Case, where: Pat
     extra: dict[str, object] = {}
     if variant == "evict":
         extra["evict_dead_nodes"] = True
+    if variant == "unresponsive":
+        extra["evict_unresponsive_nodes"] = True
+        extra["unresponsive_after_ms"] = UNRESPONSIVE_AFTER_MS
     if case.drain_timeout_ms is not None:
         extra["drain_timeout_ms"] = case.drain_timeout_ms
     return write_checker_config(
@@ -366,21 +376,25 @@ def evictions_cleared(cluster: Cluster) -> bool:
 def run_once(proxysql: ProxySQLLab, cluster: Cluster, case: Case, k: int) -> RunRecord:
     fault, variant, interval_ms = case.fault, case.variant, case.interval_ms
     cluster.lab.ensure_healthy()
-    if variant == "evict":
+    evicting = variant in ("evict", "unresponsive")
+    if evicting:
         for n in (1, 2, 3):  # entries an interrupted earlier run left: not this checker's
             cluster.lab.sql(n, "SET GLOBAL wsrep_provider_options = %s", ("evs.evict=",))
     reset_rows(proxysql, cluster)
     config = write_config(proxysql, cluster, case, WORK / cluster.name)
     run_id = f"{fault.name}-{variant}-{interval_ms}-{k}-{time.time_ns()}"
-    victim = cluster.writer
+    victim = reader_of(cluster) if fault.on_reader else cluster.writer
     logs = WORK / "logs" / run_id
     logs.mkdir(parents=True, exist_ok=True)
-    target = expected_target(cluster, victim)
+    target = cluster.writer if fault.on_reader else expected_target(cluster, victim)
     faulted = FaultRun(cluster, config, checker_env(), victim, target, logs)
     with daemon(cluster, config, logs) as child:
         converge(proxysql, cluster, child)
         seen = observe(proxysql, case, faulted, child.pid, run_id)
-        if variant == "evict":
+        if variant == "unresponsive":
+            # evicted while frozen, a woken member stays out until it is restarted
+            cluster.lab.kill(victim)
+        if evicting:
             # the node comes back while the checker runs, which then clears its eviction
             # entries (an entry left behind delays the next eviction: docs/eviction.md)
             cluster.lab.ensure_healthy()
@@ -570,7 +584,8 @@ def plan(args: argparse.Namespace) -> list[Case]:
         for variant in variants
         for client in clients
         for drain in drains
-        if variant != "evict" or known[name].evictable
+        if (variant != "evict" or known[name].evictable)
+        and (variant != "unresponsive" or known[name].frozen)
     ]
 
 
