@@ -90,11 +90,10 @@ def evictions(
     """The refused nodes of the roster, each to evict through a survivor in the Primary
     component (a writer first), or withheld with the reason. No survivor: nothing to evict
     through, nothing said."""
-    survivors = sorted(n for n in roster if in_primary(probes.get(n)))
-    if not survivors:
+    through = _through(probes, roster, writers)
+    if through is None:
         return ()
-    survivor = next((n for n in survivors if n in writers), survivors[0])
-    withheld = _no_majority(probes, survivors)
+    survivors, survivor, withheld = through
     found = []
     for node in sorted(roster):
         probe = probes.get(node)
@@ -126,13 +125,10 @@ def unresponsive_members(
     """The roster's members silent for `after_ms` or more (memory's silent_since, monotonic
     `now`), each to evict through the survivors in the Primary component once they are seen
     stalled on it, or withheld with the reason. No survivor: nothing said."""
-    if after_ms <= 0:
+    through = _through(probes, roster, writers) if after_ms > 0 else None
+    if through is None:
         return ()
-    survivors = sorted(n for n in roster if in_primary(probes.get(n)))
-    if not survivors:
-        return ()
-    survivor = next((n for n in survivors if n in writers), survivors[0])
-    withheld = _no_majority(probes, survivors)
+    survivors, survivor, withheld = through
     found = []
     for node in sorted(roster):
         probe, kept = probes.get(node), memory.get(node)
@@ -151,6 +147,20 @@ def unresponsive_members(
         others = tuple(n for n in survivors if n != survivor)
         found.append(Eviction(node, uuid, survivor, reason, others, why, unresponsive=True))
     return tuple(found)
+
+
+def _through(
+    probes: Mapping[NodeAddress, ProbeResult],
+    roster: Collection[NodeAddress],
+    writers: Collection[NodeAddress],
+) -> tuple[list[NodeAddress], NodeAddress, str | None] | None:
+    """Who an eviction goes through: the survivors in the Primary component, the one told
+    first (a writer), and why they may not evict (None: they may). None without a survivor."""
+    survivors = sorted(n for n in roster if in_primary(probes.get(n)))
+    if not survivors:
+        return None
+    survivor = next((n for n in survivors if n in writers), survivors[0])
+    return survivors, survivor, _no_majority(probes, survivors)
 
 
 def stalled_on(waited: Mapping[NodeAddress, float | None], budget_ms: float) -> str | None:

@@ -91,6 +91,25 @@ def settle_down(
     return last, view, probes, memory
 
 
+def afresh(
+    last: Decided,
+    view: ClusterView,
+    probes: Mapping[NodeAddress, ProbeResult],
+    memory: Mapping[NodeAddress, NodeMemory],
+    interval_s: float,
+    later: float,
+) -> Decision:
+    """The decision made anew from these inputs, `later` seconds after the settled passes."""
+    return decided(
+        view,
+        cluster=last.cluster,
+        probes=probes,
+        memory=memory,
+        now=2000.0 + later,
+        interval_s=interval_s,
+    )
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     states=st.tuples(*[st.sampled_from(sorted(STATES))] * len(NODES)),
@@ -107,15 +126,7 @@ def test_a_kept_decision_is_the_one_made_afresh_at_any_later_time(
     assert judged is None
     if kept is None:
         return
-    fresh = decided(
-        view,
-        cluster=last.cluster,
-        probes=probes,
-        memory=memory,
-        now=2000.0 + later,
-        interval_s=interval_s,
-    )
-    assert kept == fresh
+    assert kept == afresh(last, view, probes, memory, interval_s, later)
 
 
 def test_a_steady_cluster_keeps_its_decision() -> None:
@@ -203,14 +214,7 @@ def test_a_decision_kept_over_new_queues_is_the_one_made_afresh_but_for_them(
         for (node, probe), queue, state in zip(probes.items(), queues, states, strict=True)
     }
     kept, judged = rejudged(last, view, anew, memory)
-    fresh = decided(
-        view,
-        cluster=last.cluster,
-        probes=anew,
-        memory=memory,
-        now=2000.0 + later,
-        interval_s=interval_s,
-    )
+    fresh = afresh(last, view, anew, memory, interval_s, later)
     if judged is not None:
         assert judged == fresh.raw, "the verdicts judged on the way are the fresh ones"
     if kept is None:
