@@ -96,6 +96,7 @@ def afresh(
     view: ClusterView,
     probes: Mapping[NodeAddress, ProbeResult],
     memory: Mapping[NodeAddress, NodeMemory],
+    *,
     interval_s: float,
     later: float,
 ) -> Decision:
@@ -126,7 +127,7 @@ def test_a_kept_decision_is_the_one_made_afresh_at_any_later_time(
     assert judged is None
     if kept is None:
         return
-    assert kept == afresh(last, view, probes, memory, interval_s, later)
+    assert kept == afresh(last, view, probes, memory, interval_s=interval_s, later=later)
 
 
 def test_a_steady_cluster_keeps_its_decision() -> None:
@@ -214,7 +215,7 @@ def test_a_decision_kept_over_new_queues_is_the_one_made_afresh_but_for_them(
         for (node, probe), queue, state in zip(probes.items(), queues, states, strict=True)
     }
     kept, judged = rejudged(last, view, anew, memory)
-    fresh = afresh(last, view, anew, memory, interval_s, later)
+    fresh = afresh(last, view, anew, memory, interval_s=interval_s, later=later)
     if judged is not None:
         assert judged == fresh.raw, "the verdicts judged on the way are the fresh ones"
     if kept is None:
