@@ -33,8 +33,8 @@ class NodeMemory:
     # who answered at this address when it last answered (Galera: its gcomm uuid, a new one per
     # process; GR: its server_uuid): a node is who it is, not where it is
     identity: str | None = None
-    # the first probe of the node's present silence (no answer in time): how long a member has
-    # not answered, for cluster.evict_unresponsive_nodes
+    # when the first question of the node's present silence (no answer in time) was asked: how
+    # long a member has not answered, for cluster.evict_unresponsive_nodes
     silent_since: float | None = None
 
     def without_times(self) -> NodeMemory:
