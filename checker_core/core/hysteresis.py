@@ -13,8 +13,10 @@ a reboot, or by an older version): then the count alone decides, as it did befor
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 
+from checker_core.core.model import NodeAddress
 from checker_core.core.verdict import Verdict
 
 
@@ -81,6 +83,24 @@ class NodeMemory:
             identity=None if data.get("identity") is None else str(data.get("identity")),
             silent_since=None if silent_since is None else float(str(silent_since)),
         )
+
+
+def with_silence(
+    memory: Mapping[NodeAddress, NodeMemory],
+    since: Mapping[NodeAddress, float],
+    silent: Collection[NodeAddress],
+) -> Mapping[NodeAddress, NodeMemory]:
+    """The memory with each remembered node of `silent` (silent in this pass) silent since
+    `since` says (a question the daemon's watch asked it between passes, left unanswered) when
+    that is earlier than the memory's own count. A node that answered since is not touched."""
+    merged = dict(memory)
+    for node, asked in since.items():
+        kept = memory.get(node)
+        if node not in silent or kept is None:
+            continue
+        if kept.silent_since is None or asked < kept.silent_since:
+            merged[node] = replace(kept, silent_since=asked)
+    return merged
 
 
 def lagging(queue: int | None, limit: int, was_lagging: bool) -> bool:

@@ -19,7 +19,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from checker_core.core.decide import Decision, decide, view_of
+from checker_core.core.hysteresis import with_silence
 from checker_core.core.model import BadInput, NodeAddress
+from checker_core.core.probes import ProbeFailure
 from checker_core.edges.backend import Prober
 from checker_core.edges.lock import PassTimeout, cluster_lock, deadline
 from checker_core.edges.memory import StateStore
@@ -100,6 +102,9 @@ class PassRunner:
         self._last_roster: dict[str, tuple[NodeAddress, ...]] = {}
         # a daemon's steady pass makes none of its view, decision and statements again
         self._kept: Kept | None = None
+        # questions the daemon's watch asked between passes and nobody answered: when each
+        # was asked (monotonic), for the next pass's count of a node's silence
+        self.silence_seen: dict[NodeAddress, float] = {}
         if persistent:  # a daemon's only: a one-shot pass never loads it
             from checker_core.passes.kept import Kept
 
@@ -307,12 +312,19 @@ class PassRunner:
         watched = {r.hostgroup_id for r in layout.leaving} | {hg for hg, _ in layout.drains}
         pool = read.admin.connections_in_use(watched) if watched else {}
         now = self.clock()
+        memory = read.memory
+        if self.silence_seen:
+            # what the daemon's watch saw between passes: questions left unanswered, by nodes
+            # silent to this pass too, count their silence from when they were asked
+            silent = {n for n, p in probes.items() if p.how_failed is ProbeFailure.SILENT}
+            memory = with_silence(memory, self.silence_seen, silent)
+            self.silence_seen = {}
         made = functools.partial(
             decide,
             self.kind.policy,
             read.view,
             probes,
-            memory=read.memory,
+            memory=memory,
             cluster=cluster,
             in_use=pool,
             now=now,
@@ -324,14 +336,14 @@ class PassRunner:
                 read.view,
                 cluster,
                 probes,
-                read.memory,
+                memory,
                 policy=self.kind.policy,
                 decide=lambda raw: made(raw=raw),
             )
             if kept
             else made()
         )
-        inputs = PassInputs(self.kind.policy, read.view, read.memory, cluster, now)
+        inputs = PassInputs(self.kind.policy, read.view, memory, cluster, now)
         progress.inputs = inputs
         roster = read.view.roster.addresses
         assumed = {n: a for n, a in self.assumed.items() if n in roster}

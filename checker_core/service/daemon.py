@@ -119,6 +119,10 @@ class ClusterLoop:
         # an early pass leaves the cadence as it was: the next regular pass keeps its time
         trigger = self._wait(stop)
         self.early = trigger is not None
+        if trigger is not None and trigger.silent_since:
+            seen = self.runner.silence_seen
+            for node, since in trigger.silent_since.items():
+                seen[node] = min(since, seen.get(node, since))
         if trigger is not None:
             daemon.board.started_early(trigger.cause.label)
             daemon.log.info("watch", cluster=self.name, summary=trigger.describe())
@@ -192,13 +196,20 @@ class _Daemon:
     def between_for(self, runner: PassRunner) -> BetweenPasses:
         settings = runner.settings
         monitor = settings.monitor
+        budget_s = (monitor.connect_timeout_ms + monitor.read_timeout_ms) / 1000
+        after_ms = [c.unresponsive_after_ms for c in settings.clusters if c.unresponsive_after_ms]
+        if after_ms:
+            # a question unanswered that long is the silence evict_unresponsive_nodes acts on
+            budget_s = min(budget_s, min(after_ms) / 1000)
         return BetweenPasses(
             runner.prober,
             self.kind.policy,
             question=self.kind.watch,
             watch_interval_ms=settings.run.watch_interval_ms,
-            answer_budget_s=(monitor.connect_timeout_ms + monitor.read_timeout_ms) / 1000,
+            answer_budget_s=budget_s,
             hub=self.hub,
+            # a frozen reader stalls a Galera cluster's writes as a frozen writer does
+            everyone=bool(after_ms),
         )
 
     def turned(self, loop: ClusterLoop) -> None:

@@ -24,11 +24,11 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from checker_core.core.decide import Policy
 from checker_core.core.model import NodeAddress
-from checker_core.core.probes import ProbeResult
+from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.edges.backend import ProbeFn, Prober
 from checker_core.passes.result import PassResult
 from checker_core.service.watch_hub import Watcher, WatchHub
@@ -55,6 +55,9 @@ class Trigger:
     cause: Cause
     nodes: tuple[NodeAddress, ...]
     detail: str
+    # the nodes that left the watch's question unanswered, and when it was asked (monotonic):
+    # the next pass counts their silence from then (cluster.evict_unresponsive_nodes)
+    silent_since: Mapping[NodeAddress, float] = field(default_factory=dict)
 
     def describe(self) -> str:
         return f"{self.detail}: pass started at once"
@@ -68,16 +71,21 @@ class Watched:
     key: object
 
 
-def watched_writers(results: Sequence[PassResult], policy: Policy) -> tuple[Watched, ...]:
+def watched_writers(
+    results: Sequence[PassResult], policy: Policy, everyone: bool = False
+) -> tuple[Watched, ...]:
     """The writers of the passes that decided, with the state their probe read; a writer the
     pass did not hear is not asked (the pass already knows it failed). A pass that left no
     writer (a view change, a GR brownout held) has every node that answered asked instead:
-    the first that may write again starts the pass that routes to it."""
+    the first that may write again starts the pass that routes to it. `everyone`: every node
+    that answered is asked (cluster.evict_unresponsive_nodes: a frozen reader stalls the
+    cluster's writes as a frozen writer does)."""
     found: dict[NodeAddress, Watched] = {}
     for result in results:
         if result.decision is None or result.decision.blind:
             continue
-        asked = result.routed_writers or tuple(result.decision.roster.addresses)
+        writers = () if everyone else result.routed_writers
+        asked = writers or tuple(result.decision.roster.addresses)
         for node in asked:
             probe = result.probes.get(node)
             if probe is not None and probe.answered:
@@ -118,9 +126,13 @@ def heard(results: Sequence[PassResult]) -> dict[str, frozenset[NodeAddress]]:
 
 
 def changed(
-    watched: Sequence[Watched], answers: Mapping[NodeAddress, ProbeResult], policy: Policy
+    watched: Sequence[Watched],
+    answers: Mapping[NodeAddress, ProbeResult],
+    policy: Policy,
+    now: float = 0.0,
 ) -> Trigger | None:
-    """The first writer whose answer differs from what the last pass read (pure)."""
+    """The first writer whose answer differs from what the last pass read (pure; `now`: the
+    monotonic time the answers were taken, from which an unanswered question's time is told)."""
     silent: list[NodeAddress] = []
     moved: list[NodeAddress] = []
     for item in watched:
@@ -134,7 +146,13 @@ def changed(
         return Trigger(Cause.CHANGED, tuple(moved), f"watch: writer {names} changed state")
     if silent:
         why = "; ".join(f"{n}: {answers[n].error if n in answers else 'not asked'}" for n in silent)
-        return Trigger(Cause.UNANSWERED, tuple(silent), f"watch: writer did not answer ({why})")
+        since = {
+            n: now - answers[n].elapsed_ms / 1000
+            for n in silent
+            if n in answers and answers[n].how_failed is ProbeFailure.SILENT
+        }
+        detail = f"watch: writer did not answer ({why})"
+        return Trigger(Cause.UNANSWERED, tuple(silent), detail, since)
     return None
 
 
@@ -151,8 +169,11 @@ class BetweenPasses:
         answer_budget_s: float,
         hub: WatchHub,
         monotonic: Callable[[], float] = time.monotonic,
+        everyone: bool = False,
     ) -> None:
+        """`everyone`: every node is asked the watch's question, not only the writers."""
         self.hub = hub
+        self.everyone = everyone
         self.prober = prober
         self.policy = policy
         self.question = question
@@ -170,7 +191,7 @@ class BetweenPasses:
         self._recheck = rechecks(results, self._heard)
         self._due = due(results)
         self._heard = {**self._heard, **heard(results)}
-        self._watched = watched_writers(results, self.policy)
+        self._watched = watched_writers(results, self.policy, self.everyone)
 
     def wait(self, until: float, stop: threading.Event) -> Trigger | None:
         """Block until `until` (monotonic), a stop request, or a reason to pass at once. The
@@ -188,7 +209,7 @@ class BetweenPasses:
             question=self.question,
             every_s=self.watch_s,
             answer_budget_s=self.answer_budget_s,
-            judge=lambda answers: changed(watched, answers, self.policy),
+            judge=lambda answers: changed(watched, answers, self.policy, self.monotonic()),
         )
         self.hub.watch(watcher)
         try:

@@ -267,3 +267,90 @@ def test_status_keeps_what_the_last_eviction_said() -> None:
     later = record.after(galera_pass(steady(N2)), 2.0).after(galera_pass(steady(N2)), 3.0)
     assert record.evictions == later.evictions == (said,)
     assert ClusterRecord.first(galera_pass(steady(N2)), 1.0).evictions == ()
+
+
+# ---------------------------------------------------------------- the daemon's watch
+
+
+def test_the_watch_says_when_its_unanswered_question_was_asked() -> None:
+    """A question left unanswered for 0.8 s, judged at 50.0: the silence began at 49.2."""
+    from checker_core.service.watch import Cause, Watched, changed
+
+    policy = GaleraPolicy()
+    watched = [Watched(N1, policy.watch_key(alive(N1).facts))]
+    unanswered = ProbeResult(N1, None, "no answer in 800 ms", 800.0, ProbeFailure.SILENT)
+    trigger = changed(watched, {N1: unanswered}, policy, now=50.0)
+    assert trigger is not None and trigger.cause is Cause.UNANSWERED
+    assert trigger.silent_since == {N1: pytest.approx(49.2)}
+    refused = ProbeResult(N1, None, "refused", 1.0, ProbeFailure.REFUSED)
+    other = changed(watched, {N1: refused}, policy, now=50.0)
+    assert other is not None and other.silent_since == {}, "only silence is counted"
+
+
+def test_with_the_option_the_watch_asks_every_node_not_only_the_writers() -> None:
+    from checker_core.service.watch import watched_writers
+    from tests.unit.daemon_cases import galera_pass
+
+    result = galera_pass(steady(N1))
+    policy = GaleraPolicy()
+    assert [w.node for w in watched_writers([result], policy)] == [N1]
+    assert [w.node for w in watched_writers([result], policy, everyone=True)] == [N1, N2, N3]
+
+
+def test_the_watch_s_silence_counts_in_the_next_pass_of_a_node_still_silent() -> None:
+    from checker_core.core.hysteresis import with_silence
+
+    memory = {
+        N1: NodeMemory(routable=True),
+        N2: NodeMemory(routable=True, silent_since=48.0),
+        N3: NodeMemory(routable=True),
+    }
+    merged = with_silence(memory, {N1: 49.2, N2: 49.0, N3: 49.1}, silent={N1, N2})
+    assert merged[N1].silent_since == 49.2, "silent to the pass too: counted from the question"
+    assert merged[N2].silent_since == 48.0, "an earlier count stands"
+    assert merged[N3].silent_since is None, "it answered the pass: its silence is over"
+
+
+def test_a_writer_the_watch_found_silent_is_out_in_the_first_pass_that_finds_it_silent_too(
+    tmp_path: Path,
+) -> None:
+    """The watch's question went unanswered at 99.0; the pass at 100.2 finds the writer silent
+    too: it has been silent 1.2 s, past unresponsive_after_ms 1000, and it is out at once."""
+    from checker_core.edges.backend import PendingProbes
+    from checker_core.passes.result import Mode
+    from tests.unit.config_cases import galera_runner, galera_settings
+    from tests.unit.fakes import HealthyProber, MemoryAdmin, ports
+    from tests.unit.galera_cases import HG, templates
+
+    class SilentWriter(HealthyProber):
+        def __init__(self) -> None:
+            self.silent = False
+
+        def start(self, nodes: Any, deadline: float) -> PendingProbes:
+            pending = PendingProbes(tuple(nodes), 0.0)
+            for node in nodes:
+                pending.results.put(
+                    silent(node, 200.0) if self.silent and node == N1 else alive(node)
+                )
+            return pending
+
+    now = [90.0]
+    admin = MemoryAdmin([*templates(), *steady(N1)])
+    prober = SilentWriter()
+    settings = galera_settings(tmp_path)
+    cluster = replace(settings.clusters[0], unresponsive_after_ms=1000, retry_down=3)
+    settings = replace(settings, clusters=(cluster,))
+    runner = galera_runner(
+        tmp_path, settings=settings, **ports(admin, prober, clock=lambda: now[0])
+    )
+    runner.run(cluster, Mode.APPLY)  # settled, N1 the writer
+    prober.silent = True
+    now[0] = 100.2
+    runner.silence_seen = {N1: 99.0}
+    result = runner.run(cluster, Mode.APPLY)
+    assert result.decision is not None
+    assert N1 not in result.decision.assignment.writers, result.decision.verdicts[N1]
+    assert result.decision.memory[N1].silent_since == 99.0
+    assert runner.silence_seen == {}, "used once"
+    online = {r.node for r in admin.runtime.values() if r.hostgroup_id == HG.writer}
+    assert N1 not in online
