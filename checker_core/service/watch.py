@@ -69,6 +69,7 @@ class Watched:
 
     node: NodeAddress
     key: object
+    writer: bool = True  # a reader is asked too with cluster.evict_unresponsive_nodes
 
 
 def watched_writers(
@@ -89,7 +90,8 @@ def watched_writers(
         for node in asked:
             probe = result.probes.get(node)
             if probe is not None and probe.answered:
-                found[node] = Watched(node, policy.watch_key(probe.facts))
+                writer = node in result.routed_writers
+                found[node] = Watched(node, policy.watch_key(probe.facts), writer)
     return tuple(found[n] for n in sorted(found))
 
 
@@ -135,6 +137,7 @@ def changed(
     monotonic time the answers were taken, from which an unanswered question's time is told)."""
     silent: list[NodeAddress] = []
     moved: list[NodeAddress] = []
+    readers = {item.node for item in watched if not item.writer}
     for item in watched:
         answer = answers.get(item.node)
         if answer is None or not answer.answered:
@@ -143,7 +146,9 @@ def changed(
             moved.append(item.node)
     if moved:
         names = ", ".join(map(str, moved))
-        return Trigger(Cause.CHANGED, tuple(moved), f"watch: writer {names} changed state")
+        return Trigger(
+            Cause.CHANGED, tuple(moved), f"watch: {_role(moved, readers)} {names} changed state"
+        )
     if silent:
         why = "; ".join(f"{n}: {answers[n].error if n in answers else 'not asked'}" for n in silent)
         since = {
@@ -151,9 +156,13 @@ def changed(
             for n in silent
             if n in answers and answers[n].how_failed is ProbeFailure.SILENT
         }
-        detail = f"watch: writer did not answer ({why})"
+        detail = f"watch: {_role(silent, readers)} did not answer ({why})"
         return Trigger(Cause.UNANSWERED, tuple(silent), detail, since)
     return None
+
+
+def _role(nodes: Sequence[NodeAddress], readers: set[NodeAddress]) -> str:
+    return "writer" if not set(nodes) & readers else "node"
 
 
 class BetweenPasses:
