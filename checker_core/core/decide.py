@@ -151,10 +151,12 @@ def decide(
     now: float,
     interval_s: float = 0.0,
     raw: Mapping[NodeAddress, Verdict] | None = None,
+    probe_wait_s: float = 0.0,
 ) -> Decision:
     """`in_use`: ConnUsed per (hostgroup, node) of the rows draining now (empty when none).
     `now`: the monotonic clock; `interval_s`: the cadence retry_up / retry_down count in (0:
-    probes only); `raw`: the policy's verdicts on these probes, when already judged."""
+    probes only); `raw`: the policy's verdicts on these probes, when already judged;
+    `probe_wait_s`: how long a pass waits for a silent node's probe before it decides."""
     roster, adopted, layout = view.roster, view.adopted, view.layout
     done = drained(layout, in_use, memory, cluster, now)
     # the checker's own probes judge, whatever ProxySQL's monitor made of a node (G16)
@@ -237,7 +239,7 @@ def decide(
         memory=remembered,
         sight=sight,
         unloaded_memory=unloaded,
-        due=_due(remembered, sight.silent, cluster, interval_s),
+        due=_due(remembered, sight.silent, cluster, interval_s, probe_wait_s),
     )
 
 
@@ -246,17 +248,19 @@ def _due(
     silent: frozenset[NodeAddress],
     cluster: ClusterSettings,
     interval_s: float,
+    probe_wait_s: float = 0.0,
 ) -> dict[NodeAddress, float]:
     """A silent node's counters were not moved by this pass: asking it again at a time already
     past would only repeat the pass, so it waits for the cadence. A member silent for less than
-    unresponsive_after_ms is asked again when that time is up."""
+    unresponsive_after_ms is asked again so that the pass, having waited for its probe
+    (`probe_wait_s`), decides when that time is up."""
     found = {}
     for node, kept in memory.items():
         if node in silent:
             continue
         at = settles_at(kept, cluster.retry_up, cluster.retry_down, interval_s)
         if kept.routable and cluster.unresponsive_after_ms > 0 and kept.silent_since is not None:
-            up = kept.silent_since + cluster.unresponsive_after_ms / 1000
+            up = kept.silent_since + cluster.unresponsive_after_ms / 1000 - probe_wait_s
             at = up if at is None else min(at, up)
         if at is not None:
             found[node] = at

@@ -257,6 +257,11 @@ class PassRunner:
 
     # ------------------------------------------------------------ the steps, in order
 
+    def _silent_probe_wait_s(self) -> float:
+        """How long a pass waits for the probe of a node that does not answer."""
+        monitor, run = self.settings.monitor, self.settings.run
+        return min(run.probe_budget_ms, monitor.connect_timeout_ms + monitor.read_timeout_ms) / 1000
+
     def _pinned(self, cluster: ClusterSettings) -> ClusterSettings:
         """The cluster with the writer an operator pinned (`pin`), unless its settings name
         one themselves."""
@@ -329,6 +334,7 @@ class PassRunner:
             in_use=pool,
             now=now,
             interval_s=self.settings.run.interval_ms / 1000,
+            probe_wait_s=self._silent_probe_wait_s(),
         )
         kept = self._kept
         decision = (

@@ -199,8 +199,9 @@ class _Daemon:
         budget_s = (monitor.connect_timeout_ms + monitor.read_timeout_ms) / 1000
         after_ms = [c.unresponsive_after_ms for c in settings.clusters if c.unresponsive_after_ms]
         if after_ms:
-            # a question unanswered that long is the silence evict_unresponsive_nodes acts on
-            budget_s = min(budget_s, min(after_ms) / 1000)
+            # a question unanswered a quarter of that time starts the pass that counts the
+            # silence from when it was asked (evict_unresponsive_nodes)
+            budget_s = min(budget_s, min(after_ms) / 4000)
         return BetweenPasses(
             runner.prober,
             self.kind.policy,

@@ -354,3 +354,23 @@ def test_a_writer_the_watch_found_silent_is_out_in_the_first_pass_that_finds_it_
     assert runner.silence_seen == {}, "used once"
     online = {r.node for r in admin.runtime.values() if r.hostgroup_id == HG.writer}
     assert N1 not in online
+
+
+def test_the_pass_that_decides_when_the_time_is_up_starts_before_it_by_its_wait() -> None:
+    """A pass waits for a silent node's probe (here 0.4 s) before it decides: the pass that
+    finds the time up is started that much before it."""
+    cluster = cluster_settings(retry_down=3, unresponsive_after_ms=1000)
+    view = view_of(rows_of(steady(N1)), cluster)
+    probes = {N1: silent(N1), N2: alive(N2), N3: alive(N3)}
+    decision = decide(
+        GaleraPolicy(),
+        view,
+        probes,
+        memory={},
+        cluster=cluster,
+        in_use={},
+        now=100.0,
+        interval_s=2.0,
+        probe_wait_s=0.4,
+    )
+    assert decision.due[N1] == pytest.approx(100.6)
