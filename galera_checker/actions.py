@@ -10,6 +10,7 @@ eviction is an acceleration, the cluster evicts the member by itself after evs.s
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -248,10 +249,9 @@ class GaleraActions:
             thread.start()
         for thread in threads:
             thread.join(wait_s + max(0.0, self._left()))
-        taken = {n: waited.get(n) for n in survivors}
-        said = ", ".join(
-            f"{n} {'stalled' if ms is None else f'{ms:.0f} ms'}" for n, ms in taken.items()
-        )
+        # a read not done by now (its connect still under way) is no proof either way
+        taken = {n: waited.get(n, math.inf) for n in survivors}
+        said = ", ".join(f"{n} {_waited(ms)}" for n, ms in taken.items())
         return stalled_on(taken, wait_s * 1000), f"causal reads: {said}"
 
     def _causal_read(
@@ -291,6 +291,12 @@ class GaleraActions:
             "member is out of the view, so its next process may join",
             True,
         )
+
+
+def _waited(ms: float | None) -> str:
+    if ms is None:
+        return "stalled"
+    return "not done in time" if math.isinf(ms) else f"{ms:.0f} ms"
 
 
 def _evict_on(conn: pymysql.connections.Connection[Any], uuid: str) -> None:
