@@ -265,30 +265,21 @@ class Exchange:
 
 
 # a checker's questions are few and fixed (names, never user values): each one's text, as
-# PyMySQL's execute would render it, and its packet are made once. They are found by the
-# identity of the statement and parameters a question gives (its cached objects), checked
-# against the objects kept, which stay alive with the entry: an id is never taken for another's
-_Kept = tuple[str, object, str, bytes]  # statement, parameters, text, packet
-_packets_kept: dict[tuple[int, int, str], _Kept] = {}
-_packets_lock = threading.Lock()
-_PACKETS_KEPT = 256
+# PyMySQL's execute would render it, and its packet are made once, found by the identity of the
+# statement and parameters a question gives (its cached objects)
+_packets_made: wire.MadeOnce[tuple[str, bytes]] = wire.MadeOnce()
 
 
 def _packet(question: Question[object], conn: Any) -> tuple[str, bytes]:
     """What `question` asks on `conn`: the statement with its parameters in it, and the packet
     that carries it."""
     sql, params = question.ask(conn)
-    key = (id(sql), id(params), conn.encoding)
-    with _packets_lock:
-        found = _packets_kept.get(key)
-    if found is None or found[0] is not sql or found[1] is not params:
+
+    def make() -> tuple[str, bytes]:
         text = conn.cursor().mogrify(sql, params) if params else sql
-        found = (sql, params, text, wire.query_packet(text.encode(conn.encoding)))
-        with _packets_lock:
-            if len(_packets_kept) >= _PACKETS_KEPT:
-                _packets_kept.clear()
-            _packets_kept[key] = found
-    return found[2], found[3]
+        return text, wire.query_packet(text.encode(conn.encoding))
+
+    return _packets_made.get(sql, params, conn.encoding, make)
 
 
 def _gone(exc: OSError) -> Exception:

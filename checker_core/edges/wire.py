@@ -13,11 +13,13 @@ PyMySQL never asks for CLIENT_DEPRECATE_EOF) and several of them after a multi-s
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from checker_core.edges.question import Rows
+
+V = TypeVar("V")
 
 MAX_PAYLOAD = 0xFFFFFF
 COM_QUERY = 0x03
@@ -158,24 +160,41 @@ def read_answer(buf: bytes) -> tuple[RawResult, ...] | None:
     return None
 
 
+class MadeOnce(Generic[V]):
+    """Values made once and found again (at most `size`, all dropped when full): by a key of
+    plain values (`extra`), and by the identity of up to two objects they were made from. Those
+    objects stay alive with their entry, so an id is never taken for another object's."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._size = size
+        self._found: dict[tuple[int, int, Hashable], tuple[object, object, V]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, first: object, second: object, extra: Hashable, make: Callable[[], V]) -> V:
+        key = (id(first), id(second), extra)
+        with self._lock:
+            found = self._found.get(key)
+        if found is None or found[0] is not first or found[1] is not second:
+            found = (first, second, make())
+            with self._lock:
+                if len(self._found) >= self._size:
+                    self._found.clear()
+                self._found[key] = found
+        return found[2]
+
+
 # a node answers the same question with the same column definitions every time: they are read
 # once, and the same tuple of columns (whose decoders are kept by its identity) given again
-_columns_kept: dict[bytes, tuple[Column, ...]] = {}
-_columns_lock = threading.Lock()
-_KEPT = 256
+_columns_made: MadeOnce[tuple[Column, ...]] = MadeOnce()
 
 
 def _columns(definitions: list[bytes]) -> tuple[Column, ...]:
-    key = b"\0".join(definitions)
-    with _columns_lock:
-        found = _columns_kept.get(key)
-    if found is None:
-        found = tuple(Column.from_definition(p) for p in definitions)
-        with _columns_lock:
-            if len(_columns_kept) >= _KEPT:
-                _columns_kept.clear()
-            _columns_kept[key] = found
-    return found
+    return _columns_made.get(
+        None,
+        None,
+        b"\0".join(definitions),
+        lambda: tuple(Column.from_definition(p) for p in definitions),
+    )
 
 
 def _whole(results: list[RawResult], at: int, count: int, partial: bool) -> tuple[RawResult, ...]:
@@ -249,28 +268,22 @@ def lost_connection(detail: str = "") -> Exception:
     return err.OperationalError(CR.CR_SERVER_LOST, message)
 
 
-# each set of columns' decoders on a connection's settings, found by the identity of the columns
-# and of the connection's converters, checked against the objects kept (alive with the entry)
-_DecodersKept = tuple[tuple[Column, ...], object, tuple[Decoder, ...]]
-_decoders_kept: dict[tuple[int, str, bool, int], _DecodersKept] = {}
-_decoders_lock = threading.Lock()
+# each set of columns' decoders on a connection's settings, by the identity of the columns and
+# of the connection's converters
+_decoders_made: MadeOnce[tuple[Decoder, ...]] = MadeOnce()
 
 
 def decoded(conn: Any, raw: RawResult) -> Rows | Exception:
     """A result's rows as PyMySQL gives them on this connection, or its error."""
     if raw.error is not None:
         return server_error(raw.error)
-    columns, converters = raw.columns, conn.decoders
-    key = (id(columns), conn.encoding, conn.use_unicode, id(converters))
-    with _decoders_lock:
-        kept = _decoders_kept.get(key)
-    if kept is None or kept[0] is not columns or kept[1] is not converters:
-        kept = (columns, converters, decoders(conn, columns))
-        with _decoders_lock:
-            if len(_decoders_kept) >= _KEPT:
-                _decoders_kept.clear()
-            _decoders_kept[key] = kept
-    found = kept[2]
+    columns = raw.columns
+    found = _decoders_made.get(
+        columns,
+        conn.decoders,
+        (conn.encoding, conn.use_unicode),
+        lambda: decoders(conn, columns),
+    )
     return tuple(_decoded_row(values, found) for values in raw.rows)
 
 

@@ -93,3 +93,18 @@ def test_a_query_packet_is_numbered_from_zero_and_split_at_the_limit() -> None:
     packet = wire.query_packet(long_sql)
     assert packet[:4] == b"\xff\xff\xff\x00"
     assert packet[4 + wire.MAX_PAYLOAD : 4 + wire.MAX_PAYLOAD + 4] == b"\x01\x00\x00\x01"
+
+
+def test_made_once_finds_a_value_by_the_identity_of_what_it_was_made_from() -> None:
+    made: list[int] = []
+    kept: wire.MadeOnce[int] = wire.MadeOnce(size=2)
+
+    def make() -> int:
+        made.append(len(made))
+        return made[-1]
+
+    sql, params = "SELECT 1", ("a",)
+    assert kept.get(sql, params, "utf8", make) == kept.get(sql, params, "utf8", make) == 0
+    assert kept.get(sql, tuple(["a"]), "utf8", make) == 1, "equal, another object: made"
+    assert kept.get(sql, params, "latin1", make) == 2, "another plain key: made"
+    assert kept.get(sql, params, "utf8", make) == 3, "full, so dropped, and made again"
