@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure
 from checker_core.edges.failures import describe_error, failure_of
-from checker_core.passes.plugin import ActionsDone, AfterPass
+from checker_core.passes.plugin import EVICTED, ActionsDone, AfterPass
 from galera_checker.policy import facts_of
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ class GaleraActions:
             )
         late = f"; {', '.join(map(str, untold))} not told: {PAST_DEADLINE}" if untold else ""
         return (
-            f"evicted {node} (gcomm uuid {uuid}) through {', '.join(map(str, told))}: "
+            f"{EVICTED}{node} (gcomm uuid {uuid}) through {', '.join(map(str, told))}: "
             f"{reason}{late}",
             uuid,
             False,

@@ -32,6 +32,10 @@ class AfterPass:
     acting: bool  # False: a dry run, a standby or a paused checker only says what it would do
 
 
+# how a checker's line for an eviction it made begins: /status keeps the last such lines
+EVICTED = "evicted "
+
+
 @dataclass(frozen=True, slots=True)
 class ActionsDone:
     said: tuple[str, ...] = ()  # what was done (or would be): the pass line says it

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from checker_core.passes.plugin import EVICTED
 from checker_core.passes.result import Outcome, PassResult
 from checker_core.report import summary
 
@@ -47,7 +48,7 @@ class ClusterRecord:
 def _evictions(result: PassResult) -> tuple[str, ...]:
     if not result.evictions:
         return ()
-    return tuple(said for said in result.node_actions if said.startswith("evicted "))
+    return tuple(said for said in result.node_actions if said.startswith(EVICTED))
 
 
 @dataclass(frozen=True, slots=True)
