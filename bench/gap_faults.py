@@ -40,9 +40,16 @@ class Cluster:
     ports: dict[int, int]  # node index -> client port
     writer: int  # the node the checker makes writer on a healthy cluster
     sql: Callable[[int, str, Sequence[object]], list[tuple[Any, ...]]]
+    # the server variable a row's trigger stores as the node that took it: the lab's nodes
+    # differ by port; the containers all listen on 3306 and differ by server_id (= their index)
+    stamp: str = "@@port"
 
     def port(self, n: int) -> int:
         return self.ports[n]
+
+    def stamped(self, n: int) -> int:
+        """What node n's rows say took them."""
+        return self.ports[n] if self.stamp == "@@port" else n
 
     def index_of(self, port: int) -> int:
         return next(n for n, p in self.ports.items() if p == port)
@@ -78,6 +85,9 @@ class Fault:
     evictable: bool = False  # the eviction variant applies (a dead mysqld)
     frozen: bool = False  # the unresponsive variant applies (a member that stops answering)
     on_reader: bool = False  # the fault hits a reader; the writer stays where it is
+    # a partition: the unresponsive variant applies too, and must evict nobody (every member
+    # still answers the checker)
+    cut: bool = False
 
 
 def _reject(run: FaultRun) -> None:
@@ -117,6 +127,14 @@ def _freeze_for(seconds: float) -> Callable[[FaultRun], None]:
         timer.start()
 
     return freeze
+
+
+def _cut_from_peers(run: FaultRun) -> None:
+    run.cluster.lab.cut_from_peers(run.victim)
+
+
+def _heal(run: FaultRun) -> None:
+    run.cluster.lab.heal(run.victim)
 
 
 def _switchover(run: FaultRun, *extra: str) -> None:
@@ -206,6 +224,15 @@ FAULTS: tuple[Fault, ...] = (
         _switchover_keeping_the_delay,
         _switchover_done,
     ),
+    Fault(
+        "partition",
+        "galera-containers",
+        "the writer cut off from the other members (iptables DROP in its namespace); the "
+        "checker and ProxySQL still reach it",
+        _cut_from_peers,
+        _heal,
+        cut=True,
+    ),
     Fault("kill9", "gr", "kill -9 of the primary's mysqld", _kill),
     Fault(
         "switchover",
@@ -227,6 +254,17 @@ def galera_cluster(suspect_timeout_s: int) -> Cluster:
     lab = GaleraLab(suspect_timeout_s=suspect_timeout_s)
     ports = {node.index: node.port for node in lab.nodes}
     return Cluster("galera", "galera_checker", lab, ports, 1, lab.sql)
+
+
+def containers_cluster(suspect_timeout_s: int) -> Cluster:
+    """The container tier's Galera cluster (started by the bench's labs(): its relay ports are
+    known once it runs)."""
+    from bench.gap_containers import ContainerGalera
+
+    lab = ContainerGalera(suspect_timeout_s)
+    return Cluster(
+        "galera-containers", "galera_checker", lab, lab.ports, 1, lab.sql, stamp="@@server_id"
+    )
 
 
 def gr_cluster() -> Cluster:

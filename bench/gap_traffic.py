@@ -31,7 +31,7 @@ class Table:
     client: str
     name: str
     create: str
-    trigger: str
+    trigger: str  # with {stamp}: Cluster.stamp
     insert: str
 
 
@@ -46,8 +46,9 @@ def _table(client: str, name: str, key: str) -> Table:
         # The node that took a row is set by a trigger, not named in the INSERT: a statement
         # that reads @@port would make ProxySQL pin the client's backend connection (no
         # multiplexing). Replicas apply row events without running triggers.
+        # {stamp}: the server variable that tells the nodes apart (the lab's @@port)
         f"CREATE TRIGGER IF NOT EXISTS `{APP_SCHEMA}`.`{name}_node` BEFORE INSERT ON "
-        f"{qualified} FOR EACH ROW SET NEW.node = @@port",
+        f"{qualified} FOR EACH ROW SET NEW.node = {{stamp}}",
         f"INSERT INTO {qualified} (run, seq, node, client_ts) VALUES (%s, %s, 0, %s)",  # noqa: S608
     )
 

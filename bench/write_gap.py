@@ -1,9 +1,10 @@
 """How long writes stop when the writer fails, through a real ProxySQL (not a test: it prints
 figures, asserts nothing; it needs PROXYSQL_BIN and the lab's clusters).
 
-    python -m bench.write_gap galera|gr [--runs 5] [--interval-ms 200,2000] [--faults a,b]
+    python -m bench.write_gap CLUSTER [--runs 5] [--interval-ms 200,2000] [--faults a,b]
                               [--variants watch,floor,evict] [--record FILE] [--markdown]
-    python -m bench.write_gap galera|gr --from FILE [--markdown]    (the table of recorded runs)
+    (CLUSTER: galera, gr, or galera-containers)
+    python -m bench.write_gap CLUSTER --from FILE [--markdown]    (the table of recorded runs)
 
 Per run: the cluster healthy, ProxySQL's rows reset to the templates, a fresh checker daemon
 (`python -m PACKAGE --config F daemon`) at run.interval_ms; once it has made node 1 the writer, a
@@ -16,8 +17,12 @@ up on the surviving nodes.
 
 Variants: watch (the daemon as configured by default), floor (run.watch_interval_ms = 0: the
 cadence alone), evict (Galera kill -9 only: cluster.evict_dead_nodes with [node_admin]),
-unresponsive (Galera freezes only: cluster.evict_unresponsive_nodes, unresponsive_after_ms 1000,
-with [node_admin]).
+unresponsive (Galera freezes and partitions: cluster.evict_unresponsive_nodes,
+unresponsive_after_ms 1000, with [node_admin]).
+
+The cluster `galera-containers` is the container tier's (bench/gap_containers.py; the Docker
+engine of tests/setup.sh), for the fault the host lab cannot make: `partition`, the writer cut
+off from the other members while ProxySQL and the checker still reach it.
 
 A reader fault (reader_sigstop) leaves the writer where it is: its figure is the longest gap
 between acknowledged writes, which the whole cluster's stall makes.
@@ -49,6 +54,7 @@ from bench.gap_faults import (
     Cluster,
     Fault,
     FaultRun,
+    containers_cluster,
     expected_target,
     faults_of,
     galera_cluster,
@@ -66,6 +72,9 @@ from tests.lab.process import LabError, wait_until
 from tests.lab.proxysql import ProxySQLLab, admin_cursor
 
 VARIANTS = ("watch", "floor", "evict", "unresponsive")
+# galera-containers: the container tier's cluster, for faults the host lab cannot make (a
+# partition between the members while the checker and ProxySQL still reach every one)
+CLUSTERS = ("galera", "gr", "galera-containers")
 UNRESPONSIVE_AFTER_MS = 1000
 WEIGHTS = (1000, 500, 100)
 CONVERGE_TIMEOUT_S = 60.0
@@ -345,7 +354,7 @@ def figures(
     cluster: Cluster, faulted: FaultRun, seen: Observed, run_id: str, table: Table
 ) -> tuple[float | None, float | None, float | None, int, int]:
     """(switched, first ack on the new writer, longest gap, acknowledged, lost)."""
-    old = cluster.port(faulted.victim)
+    old, old_stamp = cluster.port(faulted.victim), cluster.stamped(faulted.victim)
     acks = [s for s in seen.statements if s.code == 0]
     survivors = [n for n in cluster.ports if n != faulted.victim]
     nodes, lost = rows_on_survivors(cluster, survivors, run_id, {s.seq for s in acks}, table)
@@ -353,7 +362,7 @@ def figures(
     new_acks = [
         s.ended - seen.fault_at
         for s in acks
-        if s.ended >= seen.fault_at and nodes.get(s.seq, old) != old
+        if s.ended >= seen.fault_at and nodes.get(s.seq, old_stamp) != old_stamp
     ]
     return (
         None if moved is None else moved.at - seen.fault_at,
@@ -391,7 +400,7 @@ def run_once(proxysql: ProxySQLLab, cluster: Cluster, case: Case, k: int) -> Run
     with daemon(cluster, config, logs) as child:
         converge(proxysql, cluster, child)
         seen = observe(proxysql, case, faulted, child.pid, run_id)
-        if variant == "unresponsive":
+        if variant == "unresponsive" and fault.frozen:
             # evicted while frozen, a woken member stays out until it is restarted
             cluster.lab.kill(victim)
         if evicting:
@@ -428,12 +437,12 @@ def run_once(proxysql: ProxySQLLab, cluster: Cluster, case: Case, k: int) -> Run
 def labs(cluster: Cluster) -> Iterator[ProxySQLLab]:
     """The cluster (left as found: stopped if this started it, else its default suspect timeout
     back) and a real ProxySQL of the bench's own (its own directory and ports), stopped after."""
-    was_up = bool(cluster.lab.running()) if cluster.name == "galera" else _gr_up(cluster)
+    was_up = _gr_up(cluster) if cluster.name == "gr" else bool(cluster.lab.running())
     proxysql = ProxySQLLab(WORK / "proxysql")
     try:
         cluster.lab.up()
         cluster.lab.ensure_healthy()
-        if cluster.name == "galera":
+        if cluster.name != "gr":
             cluster.lab.apply_suspect_timeout()
         proxysql.up()
         if not proxysql.is_real:
@@ -455,7 +464,7 @@ def _gr_up(cluster: Cluster) -> bool:
 def _create_table(cluster: Cluster) -> None:
     for table in TABLES.values():
         cluster.sql(cluster.writer, table.create, ())
-        cluster.sql(cluster.writer, table.trigger, ())
+        cluster.sql(cluster.writer, table.trigger.format(stamp=cluster.stamp), ())
 
 
 def _leave(cluster: Cluster, was_up: bool) -> None:
@@ -551,7 +560,7 @@ def render(rows: Sequence[tuple[str, ...]], markdown: bool) -> str:
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("cluster", choices=("galera", "gr"))
+    parser.add_argument("cluster", choices=CLUSTERS)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--interval-ms", default="200,2000")
     parser.add_argument("--faults", default="", help="comma-separated; all of the cluster's")
@@ -585,7 +594,7 @@ def plan(args: argparse.Namespace) -> list[Case]:
         for client in clients
         for drain in drains
         if (variant != "evict" or known[name].evictable)
-        and (variant != "unresponsive" or known[name].frozen)
+        and (variant != "unresponsive" or known[name].frozen or known[name].cut)
     ]
 
 
@@ -605,7 +614,12 @@ def main(argv: Sequence[str]) -> int:
     todo = plan(args)
     # a SIGTERM (timeout(1), a human) unwinds through the blocks that stop what the bench started
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(f"write_gap: signal {signum}"))
-    cluster = galera_cluster(args.suspect_timeout_s) if args.cluster == "galera" else gr_cluster()
+    if args.cluster == "gr":
+        cluster = gr_cluster()
+    elif args.cluster == "galera":
+        cluster = galera_cluster(args.suspect_timeout_s)
+    else:
+        cluster = containers_cluster(args.suspect_timeout_s)
     records: list[RunRecord] = []
     with labs(cluster) as proxysql:
         print(f"{cluster.name}: ProxySQL {proxysql.status().version}, "
