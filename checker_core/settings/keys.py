@@ -443,8 +443,10 @@ KEYS: tuple[Key, ...] = (
         False,
         "Take a member that has not answered for unresponsive_after_ms out of the writer "
         "hostgroup at once, and evict it with evs.evict when a majority of its view answers and "
-        "their replication is stalled on it (a frozen or cut-off member). A long pause that "
-        "would have recovered becomes a restart. Needs [node_admin]; see docs/eviction.md.",
+        "their replication is stalled on it (a frozen member, or one cut off from everyone; "
+        "one cut off from the other members only still answers and is left to Galera). A long "
+        "pause that would have recovered becomes a restart. Needs [node_admin]; see "
+        "docs/eviction.md.",
         checkers=(Checker.GALERA,),
     ),
     Key(
