@@ -219,7 +219,9 @@ class GaleraWatch(Question[GaleraFacts]):
         return in_row if isinstance(in_row, Again) else GaleraFacts(in_row)
 
 
+@functools.lru_cache(maxsize=64)
 def _asked(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The watched variables a server has (made once per set of names: asked every round)."""
     return tuple(n for n in WATCH_VARIABLES if n in names)
 
 

@@ -229,9 +229,16 @@ class Prober:
         found: dict[int, tuple[NodeAddress, object]] = {}
         for node, conn in conns:
             sock = getattr(conn, "_sock", None)
-            with contextlib.suppress(OSError, ValueError, AttributeError):
-                if sock is not None and sock.fileno() >= 0:
-                    found[sock.fileno()] = (node, conn)
+            if sock is None:
+                continue
+            # asked for every watched cluster on every turn of the watch: a plain try, no
+            # context manager per connection
+            try:
+                fd = sock.fileno()
+            except (OSError, ValueError, AttributeError):
+                continue
+            if fd >= 0:
+                found[fd] = (node, conn)
         return found
 
     def still_idle(self, node: NodeAddress, conn: object) -> bool:
