@@ -93,3 +93,14 @@ _BUT_QUEUE = operator.attrgetter(*(f.name for f in fields(Verdict) if f.name != 
 def same_but_queue(one: Verdict, other: Verdict) -> bool:
     """The same verdict whatever the queue each read."""
     return one == other or _BUT_QUEUE(one) == _BUT_QUEUE(other)
+
+
+def but_queues(decision: Decision) -> object:
+    """The decision as a value equal to another's when they differ only in the queues their
+    verdicts read."""
+
+    def verdicts(of: Mapping[NodeAddress, Verdict]) -> tuple[tuple[NodeAddress, object], ...]:
+        return tuple((node, _BUT_QUEUE(verdict)) for node, verdict in sorted(of.items()))
+
+    bare = replace(decision, raw={}, verdicts={})
+    return bare, verdicts(decision.raw), verdicts(decision.verdicts)

@@ -10,6 +10,7 @@ import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from checker_core.core.steady import but_queues
 from checker_core.passes.result import PassResult
 
 if TYPE_CHECKING:
@@ -17,21 +18,23 @@ if TYPE_CHECKING:
 
 
 def _inputs_of(result: PassResult) -> object:
-    """What readiness depends on: the rows, each probe's facts or failure (not its timing),
-    the counters, the settings."""
+    """What readiness depends on: the rows, each probe's failure (not its timing), the
+    decision (its verdicts, which are what the facts say), the counters, the settings. Not
+    the queues a verdict read: under writes they move with every answer while the verdicts
+    stay, and working readiness out again for each would cost a pass per node, every pass
+    (core/steady.py keeps the decision over them for the same reason)."""
     inputs = result.inputs
-    if inputs is None:
+    if inputs is None or result.decision is None:
         return None
     probes = tuple(
-        (node, probe.facts, probe.error, probe.failure)
-        for node, probe in sorted(result.probes.items())
+        (node, probe.error, probe.failure) for node, probe in sorted(result.probes.items())
     )
     return (
         inputs.view.rows,
         probes,
         sorted(inputs.memory.items()),
         inputs.cluster,
-        result.decision,
+        but_queues(result.decision),
     )
 
 

@@ -7,6 +7,7 @@ import threading
 from dataclasses import replace
 from typing import Any
 
+from checker_core.core.model import NodeAddress
 from checker_core.passes.result import PassResult
 from checker_core.service.readiness import ReadinessWatch
 from galera_checker.policy import GaleraPolicy
@@ -89,3 +90,42 @@ def test_on_the_loop_when_asked_to_be() -> None:
     watch = ReadinessWatch(off_loop=False)
     seen, _ = watch.observe(galera_pass(steady(N1)))
     assert seen.known_readiness is not None and seen.known_readiness.ready
+
+
+class Counting(GaleraPolicy):
+    """A policy that counts the what-ifs readiness asks of it."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def assume(self, *args: Any) -> Any:
+        self.asked += 1
+        return super().assume(*args)
+
+
+def test_answers_that_moved_only_in_their_queues_leave_readiness_as_it_was() -> None:
+    policy = Counting()
+
+    def pass_with(queues: dict[NodeAddress, str]) -> PassResult:
+        probes = {n: probe_ok(n, wsrep_local_recv_queue=q) for n, q in queues.items()}
+        result = galera_pass(steady(N1), probes)
+        assert result.inputs is not None
+        return replace(result, inputs=replace(result.inputs, policy=policy))
+
+    watch = ReadinessWatch()
+    first, _ = settled(watch, pass_with({}))
+    asked = policy.asked
+    assert asked > 0 and first.known_readiness is not None and first.known_readiness.ready
+    # under writes every answer's queue moves; what the nodes say does not
+    moved, _ = settled(watch, pass_with({N2: "7", N3: "12"}))
+    assert policy.asked == asked, "a queue is a reading: readiness not worked out again"
+    assert moved.known_readiness is first.known_readiness
+    assert moved.decision is not None
+    assert moved.decision.raw[N3].queue == 12, "the pass itself shows the queue it read"
+    # a verdict that changed is worked out again
+    read_only = galera_pass(steady(N1), {N2: probe_ok(N2, read_only="ON")})
+    assert read_only.inputs is not None
+    changed, _ = settled(watch, replace(read_only, inputs=replace(read_only.inputs, policy=policy)))
+    assert policy.asked > asked
+    assert changed.known_readiness is not first.known_readiness
+    watch.close()
