@@ -24,8 +24,12 @@ class PassTimeout(Exception):
 @contextlib.contextmanager
 def cluster_lock(path: Path) -> Iterator[bool]:
     """Yield True holding the lock, or False at once when another process holds it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
+    except FileNotFoundError:
+        # its directory made only when missing: the daemon takes the lock every pass
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

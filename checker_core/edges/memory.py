@@ -37,12 +37,23 @@ class StateStore:
         # counters a save could not write, kept for this process's next pass
         self._unsaved: dict[Path, dict[NodeAddress, NodeMemory]] = {}
         self._owed: set[str] = set()  # clusters whose SAVE this process owes
+        self._paths: dict[tuple[str, str], Path] = {}
+        self._dir_made = False
 
     def ensure_dir(self) -> None:
+        # asked before every pass of a daemon: made once, again only when it went missing
+        if self._dir_made and self.state_dir.is_dir():
+            return
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
+        self._dir_made = True
 
     def _path(self, cluster: str, suffix: str) -> Path:
-        return self.state_dir / f"{self.checker.value}.{cluster}.{suffix}"
+        # the same few paths every pass of a daemon: each made once
+        key = (cluster, suffix)
+        path = self._paths.get(key)
+        if path is None:
+            path = self._paths[key] = self.state_dir / f"{self.checker.value}.{cluster}.{suffix}"
+        return path
 
     def state_path(self, cluster: str) -> Path:
         return self._path(cluster, "state.json")

@@ -103,6 +103,7 @@ class AdminClient:
         self._parsed: dict[tuple[object, ...], ServerRow] = {}
         # read_rows' last answer and its rows, by the hostgroups asked
         self._last_rows: dict[tuple[int, ...], tuple[bytes, str, ClusterRows]] = {}
+        self._packets: dict[tuple[str, tuple[object, ...]], bytes] = {}
 
     @classmethod
     def connect(cls, settings: ProxySQLSettings) -> AdminClient:
@@ -230,14 +231,19 @@ class AdminClient:
         would give it (None, not decoded, when the bytes are `last`'s). Failures are said as
         execute() says them."""
         from checker_core.edges import wire
-        from checker_core.edges.proxysql_rows import answer_bytes
+        from checker_core.edges.proxysql_rows import answer_bytes, question_packet
 
         conn = self._conn
         sock = getattr(conn, "_sock", None)
         if sock is None:
             raise AdminUnreachable(f"{self.where}: connection lost (not connected)")
+        key = (sql, tuple(params))
+        packet = self._packets.get(key)
+        if packet is None:
+            # the same question every pass, on this one connection: escaped once
+            packet = self._packets[key] = question_packet(conn, sql, params)
         try:
-            buf, answer = answer_bytes(conn, sock, sql, params, last)
+            buf, answer = answer_bytes(sock, packet, last)
         except OSError as exc:
             raise AdminUnreachable(f"{self.where}: connection lost ({exc})") from None
         except wire.ProtocolError as exc:

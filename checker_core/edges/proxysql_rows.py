@@ -40,16 +40,23 @@ def unpacked(line: str) -> tuple[str, tuple[str | None, ...]]:
     return source, values
 
 
-def answer_bytes(
-    conn: Any, sock: Any, sql: str, params: Sequence[object], last: bytes | None
-) -> tuple[bytes, tuple[wire.RawResult, ...] | None]:
-    """Ask on PyMySQL's connection, with its socket's timeout; the answer's bytes and its
-    results (None when the bytes are `last`, whole). Raises OSError, wire.ProtocolError, or
-    PyMySQL's error for a connection that closed under the question."""
+def question_packet(conn: Any, sql: str, params: Sequence[object]) -> bytes:
+    """The query packet of `sql` with `params` escaped by PyMySQL for this connection."""
     from checker_core.edges import wire  # a daemon's only: a one-shot pass reads by cursor
 
     text = conn.cursor().mogrify(sql, tuple(params))
-    sock.sendall(wire.query_packet(text.encode(conn.encoding)))
+    return wire.query_packet(text.encode(conn.encoding))
+
+
+def answer_bytes(
+    sock: Any, packet: bytes, last: bytes | None
+) -> tuple[bytes, tuple[wire.RawResult, ...] | None]:
+    """Ask on PyMySQL's connection's socket, with its timeout; the answer's bytes and its
+    results (None when the bytes are `last`, whole). Raises OSError, wire.ProtocolError, or
+    PyMySQL's error for a connection that closed under the question."""
+    from checker_core.edges import wire
+
+    sock.sendall(packet)
     buf = b""
     while True:
         chunk = sock.recv(65536)
