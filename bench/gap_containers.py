@@ -88,23 +88,26 @@ class ContainerGalera:
 
     def sql(self, n: int, query: str, args: Sequence[object] | None = None) -> list[Any]:
         """One statement on node n through its relay, as the bench's account."""
-        with self._connect(n) as conn, conn.cursor() as cur:
+        with self.connect(n) as conn, conn.cursor() as cur:
             cur.execute(query, args)
             return [tuple(row) for row in cur.fetchall()]
 
     @contextlib.contextmanager
-    def _connect(self, n: int) -> Iterator[Any]:
+    def connect(self, n: int, read_timeout_s: float = SQL_TIMEOUT_S) -> Iterator[Any]:
+        """A connection to node n through its relay, as the bench's account."""
         conn = pymysql.connect(
             host=LOOPBACK,
             port=self.ports[n],
             user=BENCH_USER,
             password=BENCH_PASSWORD,
             connect_timeout=SQL_TIMEOUT_S,
-            read_timeout=SQL_TIMEOUT_S,
+            read_timeout=read_timeout_s,
             write_timeout=SQL_TIMEOUT_S,
             autocommit=True,
         )
         try:
             yield conn
         finally:
-            conn.close()
+            # after a read timeout PyMySQL has closed it already
+            with contextlib.suppress(pymysql.err.Error):
+                conn.close()

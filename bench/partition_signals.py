@@ -25,8 +25,7 @@ from collections.abc import Sequence
 
 import pymysql
 
-from bench.gap_containers import BENCH_PASSWORD, BENCH_USER, ContainerGalera
-from tests.lab.paths import LOOPBACK
+from bench.gap_containers import ContainerGalera
 
 NODES = (1, 2, 3)
 CAUSAL_WAIT_S = 0.15  # a causal read not done in this counts as stalled
@@ -39,28 +38,15 @@ def status(lab: ContainerGalera, n: int) -> dict[str, str]:
 
 def causal_read_ms(lab: ContainerGalera, n: int) -> float | None:
     """How long a causal read took on node n; None when it did not end in CAUSAL_WAIT_S."""
-    conn = pymysql.connect(
-        host=LOOPBACK,
-        port=lab.ports[n],
-        user=BENCH_USER,
-        password=BENCH_PASSWORD,
-        connect_timeout=5,
-        read_timeout=CAUSAL_WAIT_S,
-        autocommit=True,
-    )
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SET SESSION wsrep_sync_wait = 1")
-            started = time.monotonic()
-            try:
-                cur.execute("SELECT 1")
-                cur.fetchall()
-            except pymysql.err.OperationalError:
-                return None
-            return (time.monotonic() - started) * 1000
-    finally:
-        with contextlib.suppress(Exception):
-            conn.close()
+    with lab.connect(n, read_timeout_s=CAUSAL_WAIT_S) as conn, conn.cursor() as cur:
+        cur.execute("SET SESSION wsrep_sync_wait = 1")
+        started = time.monotonic()
+        try:
+            cur.execute("SELECT 1")
+            cur.fetchall()
+        except pymysql.err.OperationalError:
+            return None
+        return (time.monotonic() - started) * 1000
 
 
 def writer(lab: ContainerGalera, stop: threading.Event) -> None:
