@@ -39,6 +39,9 @@ WATCHED = (
     "pxc_maint_mode",
 )
 
+# what a probe reads that moves with the load alone, not with the node's state
+READINGS = frozenset({"wsrep_local_recv_queue"})
+
 # wsrep_local_state numbers (Galera's node state machine)
 _STATE_NAMES = {1: "Joining", 2: "Donor/Desynced", 3: "Joined", 4: "Synced"}
 
@@ -218,6 +221,11 @@ class GaleraPolicy:
 
     def watch_key(self, facts: object) -> object:
         return facts.watch_key if isinstance(facts, GaleraFacts) else None
+
+    def without_readings(self, facts: object) -> object:
+        if not isinstance(facts, GaleraFacts):
+            return facts
+        return tuple(sorted((k, v) for k, v in facts.values.items() if k not in READINGS))
 
     def identity(self, facts: object) -> str | None:
         """The gcomm uuid: a restarted mysqld at the same address is another member."""

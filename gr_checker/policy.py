@@ -267,6 +267,11 @@ class GroupReplicationPolicy:
     def watch_key(self, facts: object) -> object:
         return facts.watch_key if isinstance(facts, GrFacts) else None
 
+    def without_readings(self, facts: object) -> object:
+        if not isinstance(facts, GrFacts):
+            return facts
+        return replace(facts, applier_queue=None, certify_queue=None, remote_applied=None)
+
     def identity(self, facts: object) -> str | None:
         """The server_uuid: how the group's views name the member, whatever MEMBER_HOST says."""
         return facts.server_uuid or None if isinstance(facts, GrFacts) else None

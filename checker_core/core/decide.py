@@ -51,6 +51,11 @@ class Policy(Protocol):
         """Who the node is, as its probe says (not where it is): remembered per node."""
         ...
 
+    def without_readings(self, facts: object) -> object:
+        """A probe's facts without the readings that move with load alone (queues, counters):
+        what failover readiness is worked out from besides the verdicts."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Decision:

@@ -18,16 +18,18 @@ if TYPE_CHECKING:
 
 
 def _inputs_of(result: PassResult) -> object:
-    """What readiness depends on: the rows, each probe's failure (not its timing), the
-    decision (its verdicts, which are what the facts say), the counters, the settings. Not
-    the queues a verdict read: under writes they move with every answer while the verdicts
-    stay, and working readiness out again for each would cost a pass per node, every pass
-    (core/steady.py keeps the decision over them for the same reason)."""
+    """What readiness depends on: the rows, each probe's facts or failure (not its timing),
+    the decision, the counters, the settings. Not the readings that move with load alone (a
+    receive or applier queue, a counter): under writes they change with every answer while
+    nothing the nodes say does, and working readiness out again for each would cost a pass
+    per node, every pass (core/steady.py keeps the decision over them for the same reason)."""
     inputs = result.inputs
     if inputs is None or result.decision is None:
         return None
+    without = inputs.policy.without_readings
     probes = tuple(
-        (node, probe.error, probe.failure) for node, probe in sorted(result.probes.items())
+        (node, without(probe.facts), probe.error, probe.failure)
+        for node, probe in sorted(result.probes.items())
     )
     return (
         inputs.view.rows,

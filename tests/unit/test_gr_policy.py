@@ -401,3 +401,19 @@ def test_readiness_finds_a_primary_named_by_hostname() -> None:
     assert UUID[M1] not in {m.member_id for m in m2.members}, "expelled by the majority"
     elected = min(UUID[M2], UUID[M3])
     assert any(m.member_id == elected and m.role == "PRIMARY" for m in m2.members)
+
+
+def test_without_readings_a_member_is_its_state_not_its_load() -> None:
+    """What failover readiness is worked out from: queues and counters move with load alone;
+    the group's view and the member's settings do not."""
+    policy = GroupReplicationPolicy()
+    members = view(M1)
+    idle, busy = facts(M2, members).facts, facts(M2, members, queue=37).facts
+    assert isinstance(busy, GrFacts)
+    busier = replace(busy, certify_queue=5, remote_applied=98765)
+    assert idle != busier
+    assert policy.without_readings(idle) == policy.without_readings(busier)
+    expel = replace(busy, expel_timeout_s=5)
+    assert policy.without_readings(expel) != policy.without_readings(idle)
+    left = facts(M2, view(M1, {M3: "UNREACHABLE"})).facts
+    assert policy.without_readings(left) != policy.without_readings(idle)

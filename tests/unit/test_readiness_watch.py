@@ -72,8 +72,8 @@ def test_the_loop_never_waits_for_readiness() -> None:
 
 
 def test_a_readiness_that_cannot_be_worked_out_never_ends_the_daemon() -> None:
-    class Broken:
-        def assume(self, *args: object) -> None:
+    class Broken(GaleraPolicy):
+        def assume(self, *args: object) -> None:  # type: ignore[override]
             raise RuntimeError("a policy bug")
 
     result = galera_pass(steady(N1))
@@ -128,4 +128,25 @@ def test_answers_that_moved_only_in_their_queues_leave_readiness_as_it_was() -> 
     changed, _ = settled(watch, replace(read_only, inputs=replace(read_only.inputs, policy=policy)))
     assert policy.asked > asked
     assert changed.known_readiness is not first.known_readiness
+    watch.close()
+
+
+def test_a_fact_that_changed_without_a_verdict_works_readiness_out_again() -> None:
+    """The facts count, but for the readings that move with load: a new view of the cluster
+    that every node reports alike changes no verdict, and readiness is worked out again."""
+    policy = Counting()
+
+    def pass_with(conf_id: str) -> PassResult:
+        probes = {n: probe_ok(n, wsrep_cluster_conf_id=conf_id) for n in (N1, N2, N3)}
+        result = galera_pass(steady(N1), probes)
+        assert result.inputs is not None
+        return replace(result, inputs=replace(result.inputs, policy=policy))
+
+    watch = ReadinessWatch()
+    settled(watch, pass_with("7"))
+    asked = policy.asked
+    settled(watch, pass_with("7"))
+    assert policy.asked == asked
+    settled(watch, pass_with("8"))
+    assert policy.asked > asked
     watch.close()
