@@ -16,7 +16,7 @@ import select
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from checker_core.core.model import NodeAddress
@@ -360,17 +360,26 @@ class PendingProbes:
         return self.exchange
 
     def collect(
-        self, deadline: float, only: Collection[NodeAddress] | None = None
+        self,
+        deadline: float,
+        only: Collection[NodeAddress] | None = None,
+        enough: Mapping[NodeAddress, float] | None = None,
     ) -> dict[NodeAddress, ProbeResult]:
         """Every node's result by the deadline (monotonic seconds); late ones say so. `only`:
-        the nodes still wanted; the others' results are taken if they came, never waited for."""
+        the nodes still wanted; the others' results are taken if they came, never waited for.
+        `enough`: for some nodes, a time after which they are waited for no longer (silent
+        already for cluster.unresponsive_after_ms then); the deadline holds for the others."""
         keep = None if only is None else frozenset(only)
         wanted = [n for n in self.nodes if keep is None or n in keep]
         done: dict[NodeAddress, ProbeResult] = {}
         missing = set(wanted)
         exchange = self.exchange
+        cut = {n: min(at, deadline) for n, at in (enough or {}).items() if n in missing}
+        ends = deadline
         while missing:
-            remaining = deadline - time.monotonic()
+            # with only nodes that have a time of their own left, the wait ends at the last one
+            ends = max(cut[n] for n in missing) if missing <= cut.keys() else deadline
+            remaining = ends - time.monotonic()
             if remaining <= 0:
                 break
             if exchange is not None and exchange.busy:
@@ -396,11 +405,16 @@ class PendingProbes:
         waited = (woke - self.started) * 1000
         for node in wanted:
             if node not in done:
-                own = self.own_lateness(node, deadline, woke)
+                own = self.own_lateness(node, ends, woke)
+                said = (
+                    f"no answer in {waited:.0f} ms (silent for unresponsive_after_ms by then)"
+                    if ends < deadline
+                    else f"no answer within the pass deadline ({waited:.0f} ms)"
+                )
                 done[node] = ProbeResult(
                     node,
                     None,
-                    own or f"no answer within the pass deadline ({waited:.0f} ms)",
+                    own or said,
                     waited,
                     ProbeFailure.UNHEARD if own else ProbeFailure.SILENT,
                 )

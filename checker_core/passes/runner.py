@@ -219,7 +219,7 @@ class PassRunner:
         # these questions then cost the pass no wait of their own
         self.facts.refuse_native_manager(read.admin, cluster)
         listed = self.facts.listed_peers(read.admin)
-        probes = self._probe(read)
+        probes = self._probe(read, cluster)
         stop = gate.monitor_refused(probes, self.settings.monitor.user)
         if stop is not None:
             return self._finish(progress, stop.outcome, stop.reason)
@@ -286,20 +286,40 @@ class PassRunner:
             self._last_roster[cluster.name] = view.roster.addresses
         return PassRead(admin, rows, view, memory, pending, probe_deadline)
 
-    def _probe(self, read: PassRead) -> dict[NodeAddress, ProbeResult]:
+    def _probe(self, read: PassRead, cluster: ClusterSettings) -> dict[NodeAddress, ProbeResult]:
         """The roster's probes: those begun before the rows were read, and the rest now (a
         node new to the roster). Results for nodes that left the roster are dropped."""
         nodes, probe_deadline = read.view.roster.addresses, read.probe_deadline
         if read.pending is None:
             return self.prober.probe_all(nodes, probe_deadline)
+        enough = self._silent_enough(read, cluster)
         started = set(read.pending.nodes)
         late = self.prober.start([n for n in nodes if n not in started], probe_deadline)
         # a node that left the roster is not waited for: it may be the hung one removed
         found = {
-            **read.pending.collect(probe_deadline, only=nodes),
+            **read.pending.collect(probe_deadline, only=nodes, enough=enough),
             **late.collect(probe_deadline),
         }
         return {n: found[n] for n in nodes}
+
+    def _silent_enough(self, read: PassRead, cluster: ClusterSettings) -> dict[NodeAddress, float]:
+        """When a node that a pass before found silent has been silent for unresponsive_after_ms
+        (monotonic), for those it reaches during this pass: it is not waited for past then,
+        since its silence is then what evict_unresponsive_nodes acts on, and every moment more
+        is a moment more of the cluster's stalled writes. Only a silence a pass saw counts: that
+        pass waited its whole probe time, so a node that answers within the monitor's timeouts
+        was heard then. A node silent longer than that before this pass is waited for in full
+        (its answer is how it comes back)."""
+        after_s = cluster.unresponsive_after_ms / 1000
+        if after_s <= 0:
+            return {}
+        now, mono = self.clock(), time.monotonic()
+        found = {}
+        for node, memory in read.memory.items():
+            since = memory.silent_since
+            if since is not None and since + after_s > now:
+                found[node] = mono + (since + after_s - now)
+        return found
 
     def _decide(
         self,

@@ -34,7 +34,10 @@ class HeldPending(PendingProbes):
         self.release = release
 
     def collect(
-        self, deadline: float, only: Collection[NodeAddress] | None = None
+        self,
+        deadline: float,
+        only: Collection[NodeAddress] | None = None,
+        enough: Mapping[NodeAddress, float] | None = None,
     ) -> dict[NodeAddress, ProbeResult]:
         self.release.wait(RELEASE_TIMEOUT_S)
         return {n: probe_ok(n) for n in self.nodes if only is None or n in only}

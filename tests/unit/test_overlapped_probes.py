@@ -188,10 +188,13 @@ def test_the_proxy_is_asked_about_its_peers_while_the_probes_are_under_way(
 
     class RecordedPending(PendingProbes):
         def collect(
-            self, deadline: float, only: Collection[NodeAddress] | None = None
+            self,
+            deadline: float,
+            only: Collection[NodeAddress] | None = None,
+            enough: Mapping[NodeAddress, float] | None = None,
         ) -> dict[NodeAddress, ProbeResult]:
             events.append("probes collected")
-            return super().collect(deadline, only)
+            return super().collect(deadline, only, enough)
 
     def recorded_start(
         nodes: Sequence[NodeAddress], deadline: float, probe: ProbeFn | None = None

@@ -122,3 +122,39 @@ def test_an_unheard_writer_keeps_its_place_where_a_silent_one_is_taken_out() -> 
     assert not kept.plan.changes
     assert "checker's own lateness" in kept.sight.reason
     assert N1 not in hostgroup_members(taken, HG.writer)
+
+
+# ---------------------------------------------------------------- a silence that is enough
+
+LONG_S = 60.0  # a deadline no test waits for: a collector that waited it out fails the test
+
+
+def thread_pending(*nodes: Any) -> PendingProbes:
+    """Probes begun on threads at once that get nothing (frozen nodes)."""
+    pending = pending_for(*nodes)
+    for node in nodes:
+        pending.flights[node].begun = pending.started
+    assert pending.results.empty()  # the threads' queue: made, nothing in it
+    return pending
+
+
+def test_a_node_silent_for_its_time_is_not_waited_for_past_it() -> None:
+    pending = thread_pending(N1)
+
+    found = pending.collect(pending.started + LONG_S, enough={N1: pending.started + WINDOW_S})
+
+    assert found[N1].how_failed is ProbeFailure.SILENT
+    assert "silent for unresponsive_after_ms by then" in (found[N1].error or "")
+    assert found[N1].elapsed_ms < LONG_S * 1000
+
+
+def test_another_node_still_out_keeps_the_deadline_for_all() -> None:
+    pending = thread_pending(N1, N2)
+    deadline = pending.started + WINDOW_S * 4
+
+    found = pending.collect(deadline, enough={N1: pending.started})
+
+    for node in (N1, N2):
+        assert found[node].how_failed is ProbeFailure.SILENT
+        assert "no answer within the pass deadline" in (found[node].error or "")
+        assert found[node].elapsed_ms >= WINDOW_S * 4 * 1000 * 0.9

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -400,3 +401,68 @@ def test_the_pass_that_decides_when_the_time_is_up_starts_before_it_by_its_wait(
         probe_wait_s=0.4,
     )
     assert decision.due[N1] == pytest.approx(100.6)
+
+
+def test_a_pass_waits_for_a_silent_node_until_its_time_is_up_not_past_it(
+    tmp_path: Path,
+) -> None:
+    """A node a pass found silent at 99.5 (unresponsive_after_ms 1000): the pass at 100.2 waits
+    for its probe until 100.5 at most, the time it is out then, not its whole probe time; the
+    pass at 101.0, past that, waits for it in full (its answer is how it comes back)."""
+    from collections.abc import Collection
+
+    from checker_core.edges.backend import PendingProbes
+    from checker_core.passes.result import Mode
+    from tests.unit.config_cases import galera_runner, galera_settings
+    from tests.unit.fakes import HealthyProber, MemoryAdmin, ports
+    from tests.unit.galera_cases import templates
+
+    asked: list[Mapping[NodeAddress, float]] = []
+
+    class Recorded(PendingProbes):
+        def collect(
+            self,
+            deadline: float,
+            only: Collection[NodeAddress] | None = None,
+            enough: Mapping[NodeAddress, float] | None = None,
+        ) -> dict[NodeAddress, ProbeResult]:
+            asked.append(dict(enough or {}))
+            return super().collect(deadline, only, enough)
+
+    class SilentWriter(HealthyProber):
+        silent = False
+
+        def start(self, nodes: Any, deadline: float) -> PendingProbes:
+            pending = Recorded(tuple(nodes), 0.0)
+            for node in nodes:
+                pending.results.put(
+                    silent(node, 500.0) if self.silent and node == N1 else alive(node)
+                )
+            return pending
+
+    now = [90.0]
+    prober = SilentWriter()
+    settings = galera_settings(tmp_path)
+    cluster = replace(settings.clusters[0], unresponsive_after_ms=1000, retry_down=3)
+    settings = replace(settings, clusters=(cluster,))
+    admin = MemoryAdmin([*templates(), *steady(N1)])
+    runner = galera_runner(
+        tmp_path, settings=settings, **ports(admin, prober, clock=lambda: now[0])
+    )
+    runner.run(cluster, Mode.APPLY)
+    prober.silent = True
+    now[0] = 100.0
+    found = runner.run(cluster, Mode.APPLY)
+    assert found.decision is not None and found.decision.memory[N1].silent_since == 99.5
+    asked.clear()
+    now[0] = 100.2
+    before = time.monotonic()
+    runner.run(cluster, Mode.APPLY)
+    after = time.monotonic()
+    assert asked and set(asked[0]) == {N1}, asked
+    # 0.3 s from when it was worked out, on this process's monotonic clock
+    assert before + 0.3 <= asked[0][N1] <= after + 0.3
+    asked.clear()
+    now[0] = 101.0
+    runner.run(cluster, Mode.APPLY)
+    assert asked and asked[0] == {}, "past its time: waited for in full"
