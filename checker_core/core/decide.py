@@ -82,7 +82,9 @@ class Decision:
         """What a LOAD of this plan made live besides its changes: template rows someone
         staged and had not loaded (ProxySQL loads mysql_servers whole)."""
         hostgroups = self.plan.hostgroups.templates
-        live, staged = set(rows.live(hostgroups)), set(self.plan.templates)
+        # a row ProxySQL's monitor SHUNNED is the ONLINE row that was loaded, no edit
+        live = {r.as_loaded() for r in rows.live(hostgroups)}
+        staged = set(self.plan.templates)
         if self.adopted or live == staged:
             return None
         added = sorted(staged - live, key=lambda r: r.key)

@@ -81,6 +81,13 @@ class ServerRow:
             for name in COLUMNS
         )
 
+    def as_loaded(self) -> ServerRow:
+        """The row as it was loaded: SHUNNED is ProxySQL's own passing state of an ONLINE row
+        (its monitor's, never written by anyone)."""
+        if self.status is ServerStatus.SHUNNED:
+            return replace(self, status=ServerStatus.ONLINE)
+        return self
+
     def moved(
         self, hostgroup_id: int, status: ServerStatus, weight: int | None = None
     ) -> ServerRow:

@@ -64,9 +64,7 @@ def wanted_rows(
 
 def _same(live: ServerRow, wanted: ServerRow) -> bool:
     """Equal but for SHUNNED, which is ProxySQL's own passing state of an ONLINE row."""
-    if live.status is ServerStatus.SHUNNED and wanted.status is ServerStatus.ONLINE:
-        return live.moved(live.hostgroup_id, ServerStatus.ONLINE) == wanted
-    return live == wanted
+    return live.as_loaded() == wanted
 
 
 def _role(hostgroups: Hostgroups, row: ServerRow) -> str:

@@ -252,8 +252,7 @@ def live_intent(rows: ClusterRows, hostgroups: Hostgroups) -> tuple[ServerRow, .
     layout = LiveLayout.of(rows, hostgroups)
     intent: dict[tuple[int, str, int], ServerRow] = {}
     for row in layout.rows:
-        online = row.status is ServerStatus.SHUNNED
-        intent[row.key] = row.moved(row.hostgroup_id, ServerStatus.ONLINE) if online else row
+        intent[row.key] = row.as_loaded()
     for row in layout.operator_rows:
         intent[row.key] = row
     return sort_rows(intent.values())

@@ -9,6 +9,7 @@ templates a LOAD carries are the ones the pass read; a SAVE that failed is retri
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -390,3 +391,21 @@ def test_an_unexpected_error_after_the_load_still_reports_the_failover(tmp_path:
     test_a_pass_that_fails_after_its_load_reports_the_failover(
         tmp_path, RuntimeError("a bug after the LOAD")
     )
+
+
+def test_a_template_row_proxysql_shunned_is_no_roster_edit(tmp_path: Path) -> None:
+    """ProxySQL's monitor SHUNs a server it cannot reach in every hostgroup, the templates'
+    too: the LOAD that moves the writer off it made no roster edit live."""
+    admin = MemoryAdmin(templates())
+    prober = ProberSaying(set())
+    runner = galera_runner(tmp_path, **ports(admin, prober))
+    cluster = runner.settings.clusters[0]
+    assert runner.run(cluster, Mode.APPLY).outcome is Outcome.CHANGED
+    for key, row in list(admin.runtime.items()):
+        if row.node == N1:
+            admin.runtime[key] = replace(row, status=ServerStatus.SHUNNED)
+    assert any(r.hostgroup_id == HG.config_writer and r.node == N1 for r in admin.runtime.values())
+    prober.down = {N1}
+    moved = runner.run(cluster, Mode.APPLY)
+    assert moved.outcome is Outcome.CHANGED
+    assert not [w for w in moved.warnings if "roster edits" in w], moved.warnings
