@@ -20,12 +20,14 @@ from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.core.verdict import State
+from checker_core.edges.backend import PendingProbes
 from checker_core.edges.memory import StateStore
 from checker_core.passes.plugin import AfterPass
 from checker_core.settings.schema import Checker
 from galera_checker.actions import CAUSAL_READ, EVICT_SQL, GaleraActions
 from galera_checker.eviction import stalled_on, unresponsive_members
 from galera_checker.policy import GaleraPolicy
+from tests.unit.fakes import HealthyProber
 from tests.unit.galera_cases import N1, N2, N3, cluster_settings, probe_ok, rows_of, steady
 
 ROSTER = (N1, N2, N3)
@@ -338,32 +340,36 @@ def test_the_watch_s_silence_counts_in_the_next_pass_of_a_node_still_silent() ->
     assert merged[N3].silent_since is None, "it answered the pass: its silence is over"
 
 
+class SilentWriter(HealthyProber):
+    """Every node answers until `silent` is set; from then on N1 is silent, its probe having
+    waited `waited_ms`."""
+
+    def __init__(self, waited_ms: float, pending: type[PendingProbes] = PendingProbes) -> None:
+        self.silent = False
+        self.waited_ms = waited_ms
+        self.pending = pending
+
+    def start(self, nodes: Any, deadline: float) -> PendingProbes:
+        pending = self.pending(tuple(nodes), 0.0)
+        for node in nodes:
+            answer = silent(node, self.waited_ms) if self.silent and node == N1 else alive(node)
+            pending.results.put(answer)
+        return pending
+
+
 def test_a_writer_the_watch_found_silent_is_out_in_the_first_pass_that_finds_it_silent_too(
     tmp_path: Path,
 ) -> None:
     """The watch's question went unanswered at 99.0; the pass at 100.2 finds the writer silent
     too: it has been silent 1.2 s, past unresponsive_after_ms 1000, and it is out at once."""
-    from checker_core.edges.backend import PendingProbes
     from checker_core.passes.result import Mode
     from tests.unit.config_cases import galera_runner, galera_settings
-    from tests.unit.fakes import HealthyProber, MemoryAdmin, ports
+    from tests.unit.fakes import MemoryAdmin, ports
     from tests.unit.galera_cases import HG, templates
-
-    class SilentWriter(HealthyProber):
-        def __init__(self) -> None:
-            self.silent = False
-
-        def start(self, nodes: Any, deadline: float) -> PendingProbes:
-            pending = PendingProbes(tuple(nodes), 0.0)
-            for node in nodes:
-                pending.results.put(
-                    silent(node, 200.0) if self.silent and node == N1 else alive(node)
-                )
-            return pending
 
     now = [90.0]
     admin = MemoryAdmin([*templates(), *steady(N1)])
-    prober = SilentWriter()
+    prober = SilentWriter(200.0)
     settings = galera_settings(tmp_path)
     cluster = replace(settings.clusters[0], unresponsive_after_ms=1000, retry_down=3)
     settings = replace(settings, clusters=(cluster,))
@@ -414,7 +420,7 @@ def test_a_pass_waits_for_a_silent_node_until_its_time_is_up_not_past_it(
     from checker_core.edges.backend import PendingProbes
     from checker_core.passes.result import Mode
     from tests.unit.config_cases import galera_runner, galera_settings
-    from tests.unit.fakes import HealthyProber, MemoryAdmin, ports
+    from tests.unit.fakes import MemoryAdmin, ports
     from tests.unit.galera_cases import templates
 
     asked: list[Mapping[NodeAddress, float]] = []
@@ -429,19 +435,8 @@ def test_a_pass_waits_for_a_silent_node_until_its_time_is_up_not_past_it(
             asked.append(dict(enough or {}))
             return super().collect(deadline, only, enough)
 
-    class SilentWriter(HealthyProber):
-        silent = False
-
-        def start(self, nodes: Any, deadline: float) -> PendingProbes:
-            pending = Recorded(tuple(nodes), 0.0)
-            for node in nodes:
-                pending.results.put(
-                    silent(node, 500.0) if self.silent and node == N1 else alive(node)
-                )
-            return pending
-
     now = [90.0]
-    prober = SilentWriter()
+    prober = SilentWriter(500.0, Recorded)
     settings = galera_settings(tmp_path)
     cluster = replace(settings.clusters[0], unresponsive_after_ms=1000, retry_down=3)
     settings = replace(settings, clusters=(cluster,))
