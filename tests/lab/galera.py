@@ -722,12 +722,18 @@ class GaleraLab:
                 "--auth-root-authentication-method=socket",
                 "--innodb-log-file-size=48M",
                 "--innodb-buffer-pool-size=64M",
+                # the node's own: in the shared /tmp a temporary table of the bootstrap went
+                # missing under it once, and the install left half its system tables
+                f"--tmpdir={files.tmp}",
             ]
+            files.helper_log.unlink(missing_ok=True)  # this install's words only, below
             self._spawn_helper(n, argv)
         self._wait_helpers(nodes, "mariadb-install-db")
         for n in nodes:
             files = self._files(n)
-            if not (files.data / "mysql" / "global_priv.frm").is_file():
+            said = files.helper_log.read_text(errors="replace") if files.helper_log.exists() else ""
+            failed = "Installation of system tables failed" in said
+            if failed or not (files.data / "mysql" / "global_priv.frm").is_file():
                 raise process.LabError(
                     f"mariadb-install-db failed for node{n}:\n{_tail(files.helper_log)}"
                 )
