@@ -274,12 +274,7 @@ def _packet(question: Question[object], conn: Any) -> tuple[str, bytes]:
     """What `question` asks on `conn`: the statement with its parameters in it, and the packet
     that carries it."""
     sql, params = question.ask(conn)
-
-    def make() -> tuple[str, bytes]:
-        text = conn.cursor().mogrify(sql, params) if params else sql
-        return text, wire.query_packet(text.encode(conn.encoding))
-
-    return _packets_made.get(sql, params, conn.encoding, make)
+    return _packets_made.get(sql, params, conn.encoding, lambda: wire.statement(conn, sql, params))
 
 
 def _gone(exc: OSError) -> Exception:

@@ -231,7 +231,7 @@ class AdminClient:
         would give it (None, not decoded, when the bytes are `last`'s). Failures are said as
         execute() says them."""
         from checker_core.edges import wire
-        from checker_core.edges.proxysql_rows import answer_bytes, question_packet
+        from checker_core.edges.proxysql_rows import answer_bytes
 
         conn = self._conn
         sock = getattr(conn, "_sock", None)
@@ -241,7 +241,7 @@ class AdminClient:
         packet = self._packets.get(key)
         if packet is None:
             # the same question every pass, on this one connection: escaped once
-            packet = self._packets[key] = question_packet(conn, sql, params)
+            packet = self._packets[key] = wire.statement(conn, sql, tuple(params))[1]
         try:
             buf, answer = answer_bytes(sock, packet, last)
         except OSError as exc:

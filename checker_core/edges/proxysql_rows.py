@@ -5,7 +5,6 @@ last answer's need neither decoding nor parsing."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from checker_core.core.model import COLUMNS
@@ -38,14 +37,6 @@ def unpacked(line: str) -> tuple[str, tuple[str | None, ...]]:
         for value in packed
     )
     return source, values
-
-
-def question_packet(conn: Any, sql: str, params: Sequence[object]) -> bytes:
-    """The query packet of `sql` with `params` escaped by PyMySQL for this connection."""
-    from checker_core.edges import wire  # a daemon's only: a one-shot pass reads by cursor
-
-    text = conn.cursor().mogrify(sql, tuple(params))
-    return wire.query_packet(text.encode(conn.encoding))
 
 
 def answer_bytes(

@@ -160,6 +160,13 @@ def read_answer(buf: bytes) -> tuple[RawResult, ...] | None:
     return None
 
 
+def statement(conn: Any, sql: str, params: Any) -> tuple[str, bytes]:
+    """`sql` with `params` in it as PyMySQL's execute renders it on `conn` (no parameters: as
+    it is), and the query packet that carries it."""
+    text = conn.cursor().mogrify(sql, params) if params else sql
+    return text, query_packet(text.encode(conn.encoding))
+
+
 class MadeOnce(Generic[V]):
     """Values made once and found again (at most `size`, all dropped when full): by a key of
     plain values (`extra`), and by the identity of up to two objects they were made from. Those
