@@ -266,12 +266,21 @@ def _due(
         if node in silent:
             continue
         at = settles_at(kept, cluster.retry_up, cluster.retry_down, interval_s)
-        if kept.routable and cluster.unresponsive_after_ms > 0 and kept.silent_since is not None:
-            up = kept.silent_since + cluster.unresponsive_after_ms / 1000 - probe_wait_s
+        out_at = unresponsive_at(kept, cluster)
+        if kept.routable and out_at is not None:
+            up = out_at - probe_wait_s
             at = up if at is None else min(at, up)
         if at is not None:
             found[node] = at
     return found
+
+
+def unresponsive_at(kept: NodeMemory | None, cluster: ClusterSettings) -> float | None:
+    """When the silence a pass saw reaches unresponsive_after_ms (the clock of `now`); None
+    when the node is not silent or the option is off."""
+    if cluster.unresponsive_after_ms <= 0 or kept is None or kept.silent_since is None:
+        return None
+    return kept.silent_since + cluster.unresponsive_after_ms / 1000
 
 
 def _silent_since(probe: ProbeResult | None, before: NodeMemory | None, now: float) -> float | None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from checker_core.core.decide import Decision, decide, view_of
+from checker_core.core.decide import Decision, decide, unresponsive_at, view_of
 from checker_core.core.hysteresis import with_silence
 from checker_core.core.model import BadInput, NodeAddress
 from checker_core.core.probes import ProbeFailure
@@ -310,15 +310,14 @@ class PassRunner:
         pass waited its whole probe time, so a node that answers within the monitor's timeouts
         was heard then. A node silent longer than that before this pass is waited for in full
         (its answer is how it comes back)."""
-        after_s = cluster.unresponsive_after_ms / 1000
-        if after_s <= 0:
+        if cluster.unresponsive_after_ms <= 0:
             return {}
         now, mono = self.clock(), time.monotonic()
         found = {}
         for node, memory in read.memory.items():
-            since = memory.silent_since
-            if since is not None and since + after_s > now:
-                found[node] = mono + (since + after_s - now)
+            at = unresponsive_at(memory, cluster)
+            if at is not None and at > now:
+                found[node] = mono + (at - now)  # the collector's clock
         return found
 
     def _decide(
