@@ -225,7 +225,7 @@ class GaleraPolicy:
     def without_readings(self, facts: object) -> object:
         if not isinstance(facts, GaleraFacts):
             return facts
-        return tuple(sorted((k, v) for k, v in facts.values.items() if k not in READINGS))
+        return {k: v for k, v in facts.values.items() if k not in READINGS}
 
     def identity(self, facts: object) -> str | None:
         """The gcomm uuid: a restarted mysqld at the same address is another member."""

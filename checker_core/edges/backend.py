@@ -378,7 +378,7 @@ class PendingProbes:
         ends = deadline
         while missing:
             # with only nodes that have a time of their own left, the wait ends at the last one
-            ends = max(cut[n] for n in missing) if missing <= cut.keys() else deadline
+            ends = max(cut[n] for n in missing) if cut and missing <= cut.keys() else deadline
             remaining = ends - time.monotonic()
             if remaining <= 0:
                 break
