@@ -182,8 +182,9 @@ def daemon_run(
 
 
 def pass_start(line: dict[str, object]) -> float:
-    """When a pass began, by the daemon's own clock: its line's time less its duration. (When
-    the bench read the line says more of the bench's own wait for the CPU than of the daemon.)"""
+    """When a pass began, by the daemon's own stamps: its line's time less its duration. (When
+    the bench read the line says more of the bench's own wait for the CPU than of the daemon.)
+    The line's time is the wall clock: a clock step during a run would show as a gap."""
     ended = datetime.fromisoformat(str(line["ts"]).replace("Z", "+00:00")).timestamp()
     return ended - float(str(line.get("duration_ms", 0))) / 1000
 

@@ -157,4 +157,3 @@ def test_another_node_still_out_keeps_the_deadline_for_all() -> None:
     for node in (N1, N2):
         assert found[node].how_failed is ProbeFailure.SILENT
         assert "no answer within the pass deadline" in (found[node].error or "")
-        assert found[node].elapsed_ms >= WINDOW_S * 4 * 1000 * 0.9
