@@ -80,6 +80,8 @@ STOP_TIMEOUT = 60.0
 HELPER_TIMEOUT = 120.0
 HEAL_TIMEOUT = 180.0
 CLEAN_RESTARTS = 2  # full restarts ensure_healthy tries before it gives up
+# the error log's last line when Galera dies reading a torn galera.cache (it says nothing more)
+GCACHE_SCAN_LINE = "GCache::RingBuffer initial scan"
 PROBE_CONNECT_TIMEOUT = 1.0
 PROBE_READ_TIMEOUT = 2.0
 SQL_READ_TIMEOUT = 60.0
@@ -190,11 +192,12 @@ class NodeStatus:
 
 @dataclass(frozen=True)
 class NodeStart:
-    """How one node came up: its role and the seconds from launch to Synced."""
+    """How one node came up: its role, the seconds from launch to Synced, and any repair made."""
 
     index: int
     role: str
     seconds: float
+    repair: str = ""
 
 
 # --------------------------------------------------------------------------- prerequisites
@@ -295,6 +298,14 @@ class _Files:
     def grastate(self) -> Path:
         return self.data / "grastate.dat"
 
+    @property
+    def gcache(self) -> Path:
+        return self.data / "galera.cache"
+
+
+class _DiedInGCacheScan(process.LabError):
+    """A node's mariadbd died while Galera scanned its galera.cache at start."""
+
 
 @dataclass(frozen=True)
 class _GraState:
@@ -357,6 +368,11 @@ def _recovered_position(log: Path) -> str | None:
     if not found or _seqno(found[-1]) < 0:
         return None
     return found[-1].split()[0]
+
+
+def _last_line(path: Path) -> str:
+    lines = _tail(path, 1).splitlines()
+    return lines[-1] if lines else ""
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -838,9 +854,17 @@ class GaleraLab:
                 # lets a crashed node rejoin by IST instead of a full SST
                 extra.append(f"--wsrep_start_position={position}")
             since = time.monotonic()
-            self._launch(n, extra)
-            self._wait_launched(n, bootstrap)
-            starts.append(NodeStart(index=n, role=role, seconds=time.monotonic() - since))
+            repair = ""
+            try:
+                self._wait_launched(n, self._launch(n, extra), bootstrap)
+            except _DiedInGCacheScan as died:
+                # Galera can die scanning a galera.cache a crash left torn, before it logs a
+                # word; without the cache the node still joins by IST or SST from a peer
+                self._files(n).gcache.unlink(missing_ok=True)
+                repair = f"{died}; started again without it"
+                self._wait_launched(n, self._launch(n, extra), bootstrap)
+            seconds = time.monotonic() - since
+            starts.append(NodeStart(index=n, role=role, seconds=seconds, repair=repair))
         return starts
 
     def _launch(self, n: int, extra: list[str]) -> int:
@@ -850,14 +874,19 @@ class GaleraLab:
         argv = [str(MARIADBD), f"--defaults-file={files.cnf}", *extra]
         return process.spawn(argv, log_path=files.stdout_log, pid_path=files.lab_pid)
 
-    def _wait_launched(self, n: int, bootstrap: bool) -> None:
+    def _wait_launched(self, n: int, launched: int, bootstrap: bool) -> None:
         log = self._files(n).error_log
         lost_since = time.monotonic()
 
         def synced() -> bool:
             nonlocal lost_since
             if self.pid(n) is None:
-                raise process.LabError(f"node{n} exited while starting; {log}:\n{_tail(log)}")
+                ended = process.how_it_ended(launched)
+                if GCACHE_SCAN_LINE in _last_line(log):
+                    raise _DiedInGCacheScan(f"node{n} died scanning its galera.cache ({ended})")
+                raise process.LabError(
+                    f"node{n} exited while starting ({ended}); {log}:\n{_tail(log)}"
+                )
             if self._probe(n).synced:
                 return True
             # a joiner waits forever for a Primary component that nobody holds; say so early
@@ -1221,7 +1250,7 @@ def _cmd_up(lab: GaleraLab, _: argparse.Namespace) -> int:
     since = time.monotonic()
     starts = lab.up()
     for started in starts:
-        print(f"node{started.index}: {started.role} Synced after {started.seconds:.1f}s")
+        _print_start(started)
     if not starts:
         print("all nodes were already running")
     print(f"total {time.monotonic() - since:.1f}s")
@@ -1244,8 +1273,14 @@ def _cmd_start(lab: GaleraLab, args: argparse.Namespace) -> int:
     if started.role == "running":
         print(f"node{started.index} was already running")
     else:
-        print(f"node{started.index}: {started.role} Synced after {started.seconds:.1f}s")
+        _print_start(started)
     return 0
+
+
+def _print_start(started: NodeStart) -> None:
+    print(f"node{started.index}: {started.role} Synced after {started.seconds:.1f}s")
+    if started.repair:
+        print(f"node{started.index}: {started.repair}")
 
 
 def _cmd_sql(lab: GaleraLab, args: argparse.Namespace) -> int:

@@ -81,10 +81,30 @@ def spawn(
     return proc.pid
 
 
+# how each child of ours that _reap collected ended, as waitpid gave it: kept for the message
+_ENDINGS: dict[int, int] = {}
+
+
 def _reap(pid: int) -> None:
     """Collect a dead child of ours so it does not linger as a zombie."""
     with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
+        reaped, status = os.waitpid(pid, os.WNOHANG)
+        if reaped == pid:
+            _ENDINGS[pid] = status
+
+
+def how_it_ended(pid: int) -> str:
+    """'exit code N' or 'killed by SIGNAME' for a child of ours found dead; else a shrug."""
+    status = _ENDINGS.get(pid)
+    if status is None:
+        return "its end was not seen (not a child of this process)"
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            return f"killed by {signal.Signals(number).name}"
+        except ValueError:
+            return f"killed by signal {number}"
+    return f"exit code {os.waitstatus_to_exitcode(status)}"
 
 
 def pid_alive(pid: int) -> bool:
