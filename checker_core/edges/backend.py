@@ -44,9 +44,12 @@ class Prober:
         self._persistent = persistent
         self._conns: dict[NodeAddress, pymysql.connections.Connection[Any]] = {}
         self._lock = threading.Lock()
-        # bumped whenever an open connection is taken, handed back or dropped: what idle()
-        # said still holds while it is unchanged
+        # bumped whenever the open connections change: one is taken, dropped, or handed back in
+        # another's place. What idle() said still holds while it is unchanged, but for the
+        # connections lent to an exchange (their question's answer is read by whoever polls
+        # them), which come back as they were without a bump.
         self.changes = 0
+        self._lent: dict[NodeAddress, pymysql.connections.Connection[Any]] = {}
         self._pool: ThreadPoolExecutor | None = None
         # each node's last answer on its open connection: the same bytes are not read again
         self._memo: dict[tuple[NodeAddress, str], Remembered] = {}
@@ -80,9 +83,18 @@ class Prober:
         with self._lock:
             old = self._conns.pop(node, None)
             self._conns[node] = conn
-            self.changes += 1
+            if self._lent.pop(node, None) is not conn or old is not None:
+                self.changes += 1
         if old is not None:
             _close(old)
+
+    def _lost(self, conn: pymysql.connections.Connection[Any]) -> None:
+        """A lent connection that failed under its question: closed, never handed back."""
+        with self._lock:
+            for node in [n for n, lent in self._lent.items() if lent is conn]:
+                del self._lent[node]
+            self.changes += 1
+        _close(conn)
 
     def probe_one(
         self, node: NodeAddress, deadline: float, probe: ProbeFn | None = None
@@ -180,9 +192,7 @@ class Prober:
             for node in nodes:
                 conn = self._conns.get(node)
                 if conn is not None and can_exchange(conn, question):
-                    taken[node] = self._conns.pop(node)
-            if taken:
-                self.changes += 1
+                    taken[node] = self._lent[node] = self._conns.pop(node)
         return taken
 
     def ask_open(
@@ -212,7 +222,7 @@ class Prober:
         """A new exchange on this prober's connections."""
         from checker_core.edges.exchange import Exchange
 
-        return Exchange(self._memo, self._give_back, _close, self._memo_lock)
+        return Exchange(self._memo, self._give_back, self._lost, self._memo_lock)
 
     def probe_all(
         self, nodes: Sequence[NodeAddress], deadline: float, probe: ProbeFn | None = None
@@ -265,6 +275,7 @@ class Prober:
             self._pool = None
         with self._lock:
             conns, self._conns = list(self._conns.values()), {}
+            self._lent.clear()
             self.changes += 1
         with self._memo_lock:
             self._memo.clear()

@@ -93,6 +93,21 @@ class WatchHub:
         self._thread: threading.Thread | None = None
         self._closed = False
         self._next_round = 0.0
+        self._fresh_poll()
+
+    def _fresh_poll(self) -> None:
+        # the hub thread's own: one poll object kept across turns, whose registrations follow
+        # the connections watched. A turn registers what changed, not every connection again:
+        # with many clusters, each pass's watcher coming and going would otherwise cost the
+        # hub every cluster's connections each time.
+        self._poller = select.poll()
+        self._poller.register(self._wake_r, select.POLLIN)
+        self._registered: set[int] = set()
+        # each listening watcher's idle connections as last listed (`Watcher.idle_now` gives
+        # the same dict until its prober's connections change), and every one by descriptor
+        self._listed: dict[Watcher, dict[int, tuple[NodeAddress, object]]] = {}
+        self._idle: dict[int, tuple[Watcher, NodeAddress, object]] = {}
+        self._asked: dict[int, Watcher] = {}
 
     def watch(self, watcher: Watcher) -> Watcher:
         with self._lock:
@@ -147,6 +162,7 @@ class WatchHub:
             try:
                 self._turn(watchers)
             except Exception as exc:  # the net: the watch is an acceleration, never the loop
+                self._fresh_poll()  # whatever the failed turn left registered is forgotten
                 for watcher in watchers:
                     if watcher.leaving_by is None:
                         watcher.failed = exc
@@ -207,22 +223,56 @@ class WatchHub:
             watcher.writers, now + watcher.answer_budget_s, watcher.question
         )
 
+    def _listen(self, watching: list[Watcher]) -> set[int]:
+        """Bring the idle connections up to date with the watchers that still listen; the
+        descriptors whose entry changed."""
+        listening = [w for w in watching if not w.heard.is_set() and w.leaving_by is None]
+        touched: set[int] = set()
+        still = set(listening)
+        for watcher in [w for w in self._listed if w not in still]:
+            touched |= self._unlist(watcher)
+        for watcher in listening:
+            listing = watcher.idle_now()
+            if self._listed.get(watcher) is not listing:
+                touched |= self._unlist(watcher)
+                self._listed[watcher] = listing
+                for fd, (node, conn) in listing.items():
+                    self._idle[fd] = (watcher, node, conn)
+                    touched.add(fd)
+        return touched
+
+    def _unlist(self, watcher: Watcher) -> set[int]:
+        """Forget the watcher's idle connections; a descriptor another watcher's connection
+        now has (closed, then reused) stays that one's."""
+        gone: set[int] = set()
+        for fd in self._listed.pop(watcher, {}):
+            entry = self._idle.get(fd)
+            if entry is not None and entry[0] is watcher:
+                del self._idle[fd]
+                gone.add(fd)
+        return gone
+
     def _poll(self, watching: list[Watcher], timeout_s: float) -> None:
-        poller = select.poll()
-        poller.register(self._wake_r, select.POLLIN)
-        idle: dict[int, tuple[Watcher, NodeAddress, object]] = {}
+        touched = self._listen(watching)
+        idle = self._idle
         asked: dict[int, Watcher] = {}
         for watcher in watching:
-            if not watcher.heard.is_set() and watcher.leaving_by is None:
-                for fd, (node, conn) in watcher.idle_now().items():
-                    idle[fd] = (watcher, node, conn)
-                    poller.register(fd, _POLL_EVENTS)
             if watcher.out is not None:
                 for fd in watcher.out.fds():
                     asked[fd] = watcher
-                    poller.register(fd, _POLL_EVENTS)
+        if asked or self._asked:
+            touched.update(asked.keys() ^ self._asked.keys())
+            self._asked = asked
+        for fd in touched:
+            wanted = fd in idle or fd in asked
+            if wanted and fd not in self._registered:
+                self._poller.register(fd, _POLL_EVENTS)
+                self._registered.add(fd)
+            elif not wanted and fd in self._registered:
+                self._poller.unregister(fd)
+                self._registered.discard(fd)
         # rounded up: a timeout truncated to 0 ms would spin until the next round
-        events = poller.poll(max(0, math.ceil(timeout_s * 1000)))
+        events = self._poller.poll(max(0, math.ceil(timeout_s * 1000)))
         closed: dict[Watcher, list[NodeAddress]] = {}
         for fd, event in events:
             if fd == self._wake_r:

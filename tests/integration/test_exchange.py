@@ -131,3 +131,26 @@ def test_a_node_that_died_is_an_error_as_pymysql_says_it(sim: SimNodes, prober: 
     assert dead.how_failed is ProbeFailure.ERROR
     assert "Lost connection to MySQL server during query" in (dead.error or "")
     assert prober.idle() == {}
+
+
+def test_a_connection_lent_and_handed_back_keeps_the_idle_listing_and_a_lost_one_changes_it(
+    sim: SimNodes, prober: Prober
+) -> None:
+    names = sim.clusters[0].nodes
+    nodes = [address(n) for n in names]
+    prober.probe_all(nodes, time.monotonic() + 2)
+    listed, at = prober.idle(), prober.changes
+
+    answered = prober.probe_all(nodes[:1], time.monotonic() + 2, watch)
+    assert answered[nodes[0]].answered
+    assert prober.changes == at, "the same connection back where it was is no change"
+    assert prober.idle() == listed
+
+    sim.set_mode(names[0], "hang")
+    try:
+        silent = prober.probe_all(nodes[:1], time.monotonic() + 0.2, watch)
+    finally:
+        sim.set_mode(names[0], "ok")
+    assert silent[nodes[0]].how_failed is ProbeFailure.SILENT
+    assert prober.changes != at, "a connection dropped under its question changes the listing"
+    assert {node for node, _ in prober.idle().values()} == set(nodes[1:])

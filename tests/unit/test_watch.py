@@ -3,6 +3,7 @@ itself over real sockets (a closed peer is what a killed mysqld's kernel leaves)
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -17,6 +18,7 @@ from checker_core.edges.backend import OpenAsk, ProbeFn
 from checker_core.service.watch import (
     BetweenPasses,
     Cause,
+    Trigger,
     Watched,
     changed,
     due,
@@ -388,3 +390,63 @@ def test_a_failure_in_the_hub_is_the_waiting_loops_to_say_and_the_hub_goes_on(
         broken.close()
         quick.close()
     assert trigger is not None and trigger.cause is Cause.CHANGED
+
+
+class ListingProber(SocketProber):
+    """Its idle listing holds until `changes` moves, as a real prober's does; `listed` is set
+    once the hub has asked for it."""
+
+    def __init__(self, nodes: Sequence[NodeAddress]) -> None:
+        super().__init__(nodes)
+        self.changes = 0
+        self.listed = threading.Event()
+
+    def idle(self) -> dict[int, tuple[NodeAddress, object]]:
+        self.listed.set()
+        return super().idle()
+
+
+def test_a_descriptor_one_cluster_let_go_and_another_took_speaks_for_the_new_one(
+    hub: WatchHub,
+) -> None:
+    """Cluster A's connection to N2 is closed and its descriptor reused by cluster B's new
+    connection to N3; B's server then closes that one. The hub lists B before A (B waited
+    first), so A's old entry must not take the descriptor from B."""
+    a, b = ListingProber((N1, N2, N3)), ListingProber((N1, N2, N3))
+    waits = {name: between(p, 0, hub) for name, p in (("b", b), ("a", a))}
+    stop = threading.Event()
+    ended: dict[str, object] = {}
+
+    def wait(name: str) -> None:
+        ended[name] = waits[name].wait(time.monotonic() + 10, stop)
+
+    threads = {name: threading.Thread(target=wait, args=(name,)) for name in ("b", "a")}
+    try:
+        for name, prober in (("b", b), ("a", a)):
+            threads[name].start()
+            assert prober.listed.wait(10), f"cluster {name} is watched"
+        ours, theirs = a.pairs.pop(N2)
+        reused = ours.fileno()
+        fresh, fresh_theirs = socket.socketpair()
+        ours.close()
+        os.dup2(fresh.fileno(), reused)
+        fresh.close()
+        b_old = b.pairs[N3]
+        b.pairs[N3] = (socket.socket(fileno=reused), fresh_theirs)
+        a.changes += 1
+        b.changes += 1
+        fresh_theirs.close()  # B's server closes its new connection
+        threads["b"].join(timeout=20)
+    finally:
+        stop.set()
+        for thread in threads.values():
+            thread.join(timeout=10)
+        theirs.close()
+        for end in b_old:
+            end.close()
+        a.close()
+        b.close()
+    trigger = ended.get("b")
+    assert isinstance(trigger, Trigger) and trigger.cause is Cause.CLOSED, trigger
+    assert trigger.nodes == (N3,)
+    assert ended.get("a") is None and a.discarded == []
