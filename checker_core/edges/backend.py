@@ -17,6 +17,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from checker_core.core.model import NodeAddress
@@ -33,6 +34,15 @@ if TYPE_CHECKING:
     from checker_core.edges.exchange import Exchange, Remembered
 
 ProbeFn = Callable[["pymysql.connections.Connection[Any]"], object]
+
+
+@functools.cache
+def _exchange_module() -> ModuleType:
+    """edges/exchange.py, loaded on the daemon's first use: a one-shot pass never needs it, and
+    the daemon asks for it on every question (an import statement each time costs more)."""
+    from checker_core.edges import exchange
+
+    return exchange
 
 
 class Prober:
@@ -185,8 +195,7 @@ class Prober:
         if not self._persistent or not self._conns:
             return {}
         # the daemon's only: a one-shot pass never loads the exchange
-        from checker_core.edges.exchange import can_exchange
-
+        can_exchange = _exchange_module().can_exchange
         taken = {}
         with self._lock:
             for node in nodes:
@@ -220,9 +229,10 @@ class Prober:
 
     def exchange(self) -> Exchange:
         """A new exchange on this prober's connections."""
-        from checker_core.edges.exchange import Exchange
-
-        return Exchange(self._memo, self._give_back, self._lost, self._memo_lock)
+        made: Exchange = _exchange_module().Exchange(
+            self._memo, self._give_back, self._lost, self._memo_lock
+        )
+        return made
 
     def probe_all(
         self, nodes: Sequence[NodeAddress], deadline: float, probe: ProbeFn | None = None

@@ -69,6 +69,23 @@ class Watcher:
         # connections changed (a question out or answered, one dropped, a late probe's)
         self.idle: dict[int, tuple[NodeAddress, object]] | None = None
         self._idle_at = -1
+        # the facts of the last answers the judge found nothing in: the exchange gives back the
+        # very facts object for an answer byte for byte the last one, and the judge reads
+        # nothing but the facts, so the same objects again need no judging
+        self.quiet_facts: tuple[object, ...] | None = None
+
+    def judged(self, answers: Mapping[NodeAddress, ProbeResult]) -> object | None:
+        """The judge's verdict on these answers; facts it found nothing in are not judged
+        again."""
+        facts = tuple(answers[n].facts if n in answers else None for n in self.writers)
+        last = self.quiet_facts
+        if last is not None and all(
+            a is b and a is not None for a, b in zip(facts, last, strict=True)
+        ):
+            return None
+        found = self.judge(answers)
+        self.quiet_facts = facts if found is None else None
+        return found
 
     def idle_now(self) -> dict[int, tuple[NodeAddress, object]]:
         changes = getattr(self.prober, "changes", None)
@@ -175,7 +192,12 @@ class WatchHub:
     def _turn(self, watchers: list[Watcher]) -> None:
         """One turn of the hub: answers judged, a round asked if due, then a poll."""
         now = self.monotonic()
-        watching = [w for w in watchers if not self._settle(w, now)]
+        # a watcher with no question out and not leaving has nothing to settle
+        watching = [
+            w
+            for w in watchers
+            if (w.out is None and w.leaving_by is None) or not self._settle(w, now)
+        ]
         wake = now + HUB_NAP_S
         asking = [w for w in watching if w.asks and not w.heard.is_set() and not w.leaving_by]
         if asking:
@@ -207,7 +229,7 @@ class WatchHub:
                         # as a closed connection whether or not a question was out on it
                         watcher.closed = tuple(sorted(out.closed_by_server))
                         watcher.heard.set()
-                    elif (found := watcher.judge(answers)) is not None:
+                    elif (found := watcher.judged(answers)) is not None:
                         self._heard(watcher, found)
         if watcher.leaving_by is not None and watcher.out is None:
             with self._lock:

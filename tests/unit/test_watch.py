@@ -25,7 +25,7 @@ from checker_core.service.watch import (
     rechecks,
     watched_writers,
 )
-from checker_core.service.watch_hub import WatchHub
+from checker_core.service.watch_hub import Watcher, WatchHub
 from galera_checker.policy import GaleraFacts, GaleraPolicy
 from tests.unit.daemon_cases import after, galera_pass
 from tests.unit.galera_cases import N1, N2, N3, probe_down, probe_ok, steady
@@ -450,3 +450,34 @@ def test_a_descriptor_one_cluster_let_go_and_another_took_speaks_for_the_new_one
     assert isinstance(trigger, Trigger) and trigger.cause is Cause.CLOSED, trigger
     assert trigger.nodes == (N3,)
     assert ended.get("a") is None and a.discarded == []
+
+
+def test_answers_whose_facts_were_judged_quiet_are_not_judged_again() -> None:
+    judged: list[object] = []
+    verdict: list[object | None] = [None]
+
+    def judge(answers: object) -> object | None:
+        judged.append(answers)
+        return verdict[0]
+
+    watcher = Watcher(
+        SocketProber(()),  # type: ignore[arg-type]
+        writers=(N1, N2),
+        question=None,
+        every_s=0.01,
+        answer_budget_s=1.0,
+        judge=judge,
+    )
+    first = {N1: probe_ok(N1), N2: probe_ok(N2)}
+    same = {n: replace(r, elapsed_ms=r.elapsed_ms + 1) for n, r in first.items()}
+    moved = {**same, N2: probe_ok(N2)}  # equal facts, but not the very ones judged
+    silent = {**same, N2: probe_down(N2, "no answer in 40 ms")}
+
+    assert watcher.judged(first) is None and len(judged) == 1
+    assert watcher.judged(same) is None and len(judged) == 1, "the very facts judged quiet"
+    assert watcher.judged(moved) is None and len(judged) == 2
+    assert watcher.judged(moved) is None and len(judged) == 2
+    assert watcher.judged(silent) is None and len(judged) == 3, "a silence is always judged"
+    verdict[0] = "changed"
+    assert watcher.judged(moved) == "changed" and len(judged) == 4
+    assert watcher.judged(moved) == "changed" and len(judged) == 5, "a finding is not kept"
