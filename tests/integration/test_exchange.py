@@ -37,6 +37,14 @@ def address(node: str) -> NodeAddress:
     return NodeAddress(*SimNodes.address(node))
 
 
+def opened(sim: SimNodes, prober: Prober) -> tuple[tuple[str, ...], list[NodeAddress]]:
+    """The cluster's nodes by name and by address, each probed once: its connection open."""
+    names = sim.clusters[0].nodes
+    nodes = [address(n) for n in names]
+    prober.probe_all(nodes, time.monotonic() + 2)
+    return names, nodes
+
+
 def own_connection(node: str) -> pymysql.connections.Connection[Any]:
     conn: pymysql.connections.Connection[Any] = SimNodes.connect(node)
     return conn
@@ -101,16 +109,11 @@ def test_an_unchanged_answer_is_the_facts_read_before(sim: SimNodes, prober: Pro
 def test_a_hung_node_is_silent_at_the_deadline_and_the_others_answer(
     sim: SimNodes, prober: Prober
 ) -> None:
-    names = sim.clusters[0].nodes
-    nodes = [address(n) for n in names]
-    prober.probe_all(nodes, time.monotonic() + 2)
+    names, nodes = opened(sim, prober)
     assert len(prober.idle()) == 3
-    sim.set_mode(names[2], "hang")
-    try:
+    with sim.in_mode(names[2], "hang"):
         results = prober.probe_all(nodes, time.monotonic() + 0.3)
         open_after = {node for node, _ in prober.idle().values()}
-    finally:
-        sim.set_mode(names[2], "ok")
     assert results[nodes[0]].answered and results[nodes[1]].answered
     assert results[nodes[2]].how_failed is ProbeFailure.SILENT
     assert "no answer within the pass deadline" in (results[nodes[2]].error or "")
@@ -123,11 +126,8 @@ def test_a_node_that_died_is_an_error_as_pymysql_says_it(sim: SimNodes, prober: 
     node = sim.clusters[0].nodes[2]
     nodes = [address(node)]
     prober.probe_all(nodes, time.monotonic() + 2)
-    sim.set_mode(node, "down")
-    try:
+    with sim.in_mode(node, "down"):
         dead = prober.probe_all(nodes, time.monotonic() + 2)[nodes[0]]
-    finally:
-        sim.set_mode(node, "ok")
     assert dead.how_failed is ProbeFailure.ERROR
     assert "Lost connection to MySQL server during query" in (dead.error or "")
     assert prober.idle() == {}
@@ -136,9 +136,7 @@ def test_a_node_that_died_is_an_error_as_pymysql_says_it(sim: SimNodes, prober: 
 def test_a_connection_lent_and_handed_back_keeps_the_idle_listing_and_a_lost_one_changes_it(
     sim: SimNodes, prober: Prober
 ) -> None:
-    names = sim.clusters[0].nodes
-    nodes = [address(n) for n in names]
-    prober.probe_all(nodes, time.monotonic() + 2)
+    names, nodes = opened(sim, prober)
     listed, at = prober.idle(), prober.changes
 
     answered = prober.probe_all(nodes[:1], time.monotonic() + 2, watch)
@@ -146,11 +144,8 @@ def test_a_connection_lent_and_handed_back_keeps_the_idle_listing_and_a_lost_one
     assert prober.changes == at, "the same connection back where it was is no change"
     assert prober.idle() == listed
 
-    sim.set_mode(names[0], "hang")
-    try:
+    with sim.in_mode(names[0], "hang"):
         silent = prober.probe_all(nodes[:1], time.monotonic() + 0.2, watch)
-    finally:
-        sim.set_mode(names[0], "ok")
     assert silent[nodes[0]].how_failed is ProbeFailure.SILENT
     assert prober.changes != at, "a connection dropped under its question changes the listing"
     assert {node for node, _ in prober.idle().values()} == set(nodes[1:])

@@ -78,7 +78,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
@@ -1210,6 +1210,15 @@ class SimNodes:
 
     def set_mode(self, node: NodeName, mode: Mode) -> None:
         self.command({"cmd": "set", "node": _name(node), "mode": mode})
+
+    @contextlib.contextmanager
+    def in_mode(self, node: NodeName, mode: Mode) -> Iterator[None]:
+        """The node in `mode` for the block, answering again (`ok`) after it, however it ends."""
+        self.set_mode(node, mode)
+        try:
+            yield
+        finally:
+            self.set_mode(node, "ok")
 
     def set_status(self, node: NodeName, **values: str | int | bool | None) -> None:
         self.command({"cmd": "set", "node": _name(node), "status": values})
