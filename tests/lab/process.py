@@ -95,13 +95,15 @@ def _reap(pid: int) -> None:
 
 def how_it_ended(pid: int) -> str:
     """'exit code N' or 'killed by SIGNAME' for a child of ours found dead; else a shrug."""
+
     # found dead by its /proc state before it could be collected (a killed process's threads
     # may still be ending): collect it now, waiting a little while it is still there
-    deadline = time.monotonic() + 2.0
-    _reap(pid)
-    while pid not in _ENDINGS and Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    def collected_or_gone() -> bool:
         _reap(pid)
+        return pid in _ENDINGS or not Path(f"/proc/{pid}").exists()
+
+    with contextlib.suppress(LabError):
+        wait_until(collected_or_gone, 2.0, f"pid {pid} to be collected", interval=0.02)
     status = _ENDINGS.get(pid)
     if status is None:
         return "its end was not seen (not a child of this process)"
