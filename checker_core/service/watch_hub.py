@@ -15,7 +15,6 @@ would be at its deadline).
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import select
 import threading
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
 HUB_NAP_S = 1.0
 # how long a loop taking its connections back lets a question still out be answered
 RELEASE_GRACE_S = 0.01
-_POLL_EVENTS = select.POLLIN | select.POLLPRI | getattr(select, "POLLRDHUP", 0)
+_EVENTS = select.EPOLLIN | select.EPOLLPRI | select.EPOLLRDHUP
 
 
 class Watcher:
@@ -68,7 +67,7 @@ class Watcher:
         # its idle connections by descriptor, looked up again only when its prober's
         # connections changed (a question out or answered, one dropped, a late probe's)
         self.idle: dict[int, tuple[NodeAddress, object]] | None = None
-        self._idle_at = -1
+        self.idle_at = -1
         # the facts of the last answers the judge found nothing in: the exchange gives back the
         # very facts object for an answer byte for byte the last one, and the judge reads
         # nothing but the facts, so the same objects again need no judging
@@ -89,9 +88,9 @@ class Watcher:
 
     def idle_now(self) -> dict[int, tuple[NodeAddress, object]]:
         changes = getattr(self.prober, "changes", None)
-        if self.idle is None or changes is None or changes != self._idle_at:
+        if self.idle is None or changes is None or changes != self.idle_at:
             self.idle = self.prober.idle()
-            self._idle_at = changes if changes is not None else -1
+            self.idle_at = changes if changes is not None else -1
         return self.idle
 
     @property
@@ -103,34 +102,52 @@ class WatchHub:
     def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.monotonic = monotonic
         self._lock = threading.Lock()
-        self._watchers: list[Watcher] = []
+        # under the lock: the watchers handed over and not yet taken back, those just handed
+        # over, and those whose loop asked for them back
+        self._members: set[Watcher] = set()
+        self._arrived: list[Watcher] = []
+        self._called_back: list[Watcher] = []
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._thread: threading.Thread | None = None
         self._closed = False
         self._next_round = 0.0
-        self._fresh_poll()
+        self._fresh_state()
 
-    def _fresh_poll(self) -> None:
-        # the hub thread's own: one poll object kept across turns, whose registrations follow
-        # the connections watched. A turn registers what changed, not every connection again:
-        # with many clusters, each pass's watcher coming and going would otherwise cost the
-        # hub every cluster's connections each time.
-        self._poller = select.poll()
-        self._poller.register(self._wake_r, select.POLLIN)
+    def _fresh_state(self) -> None:
+        # the hub thread's own. A turn costs what is due in it, not every watcher: each pass's
+        # watcher coming and going, or one answer coming in, touches that watcher alone; only
+        # a round of questions walks them all.
+        self._watching: dict[Watcher, None] = {}  # in hand-over order
+        self._listening: dict[Watcher, None] = {}  # not heard, not leaving: idle ones polled
+        self._out: dict[Watcher, None] = {}  # a question out
+        self._leaving: dict[Watcher, None] = {}
+        self._askers: dict[float, int] = {}  # how many watchers ask at each interval
+        # one epoll object kept across turns, whose registrations follow what changed: a wait
+        # costs the connections that have something to say, not every one watched (poll(2)
+        # looks at each of them on every call)
+        old = getattr(self, "_poller", None)
+        if old is not None:
+            old.close()
+        self._poller = select.epoll()
+        self._poller.register(self._wake_r, select.EPOLLIN)
         self._registered: set[int] = set()
         # each listening watcher's idle connections as last listed (`Watcher.idle_now` gives
         # the same dict until its prober's connections change), and every one by descriptor
         self._listed: dict[Watcher, dict[int, tuple[NodeAddress, object]]] = {}
         self._idle: dict[int, tuple[Watcher, NodeAddress, object]] = {}
         self._asked: dict[int, Watcher] = {}
+        # descriptors whose idle entry changed since the last poll: registered again then (a
+        # closed socket leaves epoll by itself, and its number may come back as another's)
+        self._touched: set[int] = set()
 
     def watch(self, watcher: Watcher) -> Watcher:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the watch hub is closed")
-            self._watchers.append(watcher)
+            self._members.add(watcher)
+            self._arrived.append(watcher)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="watch", daemon=True)
                 self._thread.start()
@@ -140,26 +157,27 @@ class WatchHub:
     def release(self, watcher: Watcher) -> None:
         """The loop takes its connections back: after this returns, the hub touches none."""
         with self._lock:
-            if watcher not in self._watchers:
+            if watcher not in self._members:
                 return
             watcher.leaving_by = self.monotonic() + RELEASE_GRACE_S
+            self._called_back.append(watcher)
         self._nudge()
         # the hub answers within its grace; a hub that died must not hold the loop for good
         if not watcher.released.wait(max(1.0, RELEASE_GRACE_S * 100)):
             with self._lock:
-                if watcher in self._watchers:
-                    self._watchers.remove(watcher)
+                self._members.discard(watcher)
             self._give_up(watcher)
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            watchers, self._watchers = self._watchers, []
+            watchers, self._members = self._members, set()
         self._nudge()
         for watcher in watchers:
             self._give_up(watcher)
         if self._thread is not None:
             self._thread.join(timeout=2)
+        self._poller.close()
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -175,85 +193,126 @@ class WatchHub:
             with self._lock:
                 if self._closed:
                     return
-                watchers = list(self._watchers)
+                arrived, self._arrived = self._arrived, []
+                called_back, self._called_back = self._called_back, []
             try:
-                self._turn(watchers)
+                self._take_in(arrived, called_back)
+                self._turn()
             except Exception as exc:  # the net: the watch is an acceleration, never the loop
-                self._fresh_poll()  # whatever the failed turn left registered is forgotten
+                watchers = list(dict.fromkeys([*self._watching, *arrived]))
+                self._fresh_state()  # whatever the failed turn left registered is forgotten
+                with self._lock:
+                    self._members.difference_update(watchers)
                 for watcher in watchers:
                     if watcher.leaving_by is None:
                         watcher.failed = exc
                         watcher.heard.set()
                     else:
                         self._give_up(watcher)
-                with self._lock:
-                    self._watchers = [w for w in self._watchers if w not in watchers]
 
-    def _turn(self, watchers: list[Watcher]) -> None:
-        """One turn of the hub: answers judged, a round asked if due, then a poll."""
+    def _take_in(self, arrived: list[Watcher], called_back: list[Watcher]) -> None:
+        for watcher in arrived:
+            self._watching[watcher] = None
+            self._listening[watcher] = None
+            if watcher.asks:
+                self._askers[watcher.every_s] = self._askers.get(watcher.every_s, 0) + 1
+        for watcher in called_back:
+            if watcher in self._watching:
+                self._leaving[watcher] = None
+                self._stop_listening(watcher)
+
+    def _turn(self) -> None:
+        """One turn of the hub: answers judged, releases done, a round asked if due, then a
+        poll."""
         now = self.monotonic()
-        # a watcher with no question out and not leaving has nothing to settle
-        watching = [
-            w
-            for w in watchers
-            if (w.out is None and w.leaving_by is None) or not self._settle(w, now)
-        ]
+        for watcher in [w for w in self._out if self._due(w, now)]:
+            self._settle(watcher)
+        for watcher in [w for w in self._leaving if w.out is None]:
+            self._let_go(watcher)
         wake = now + HUB_NAP_S
-        asking = [w for w in watching if w.asks and not w.heard.is_set() and not w.leaving_by]
-        if asking:
+        if self._askers:
             if now >= self._next_round:
-                for watcher in asking:
-                    if watcher.out is None:
-                        self._ask(watcher, now)
-                self._next_round = now + min(w.every_s for w in asking)
+                self._round(now)
             wake = min(wake, self._next_round)
-        for watcher in watching:
-            if watcher.out is not None:
-                wake = min(wake, watcher.out.deadline)
-            if watcher.leaving_by is not None:
-                wake = min(wake, watcher.leaving_by)
-        self._poll(watching, max(0.0, wake - self.monotonic()))
+        for watcher in self._out:
+            wake = min(wake, watcher.out.deadline if watcher.out is not None else now)
+        for watcher in self._leaving:
+            wake = min(wake, watcher.leaving_by or now)
+        self._poll(max(0.0, wake - self.monotonic()))
 
-    def _settle(self, watcher: Watcher, now: float) -> bool:
-        """Finish what is due for the watcher: its answers judged, its release. Whether it is
-        no longer watched."""
+    def _round(self, now: float) -> None:
+        """The watch's question to every watcher that asks and has none out."""
+        for watcher in self._watching:
+            if (
+                watcher.out is None
+                and watcher.leaving_by is None
+                and watcher.asks
+                and not watcher.heard.is_set()
+            ):
+                watcher.asked += len(watcher.writers)
+                watcher.out = watcher.prober.ask_open(
+                    watcher.writers, now + watcher.answer_budget_s, watcher.question
+                )
+                self._out[watcher] = None
+        self._next_round = now + min(self._askers)
+
+    @staticmethod
+    def _due(watcher: Watcher, now: float) -> bool:
+        """Whether the watcher's question is over: answered, past its deadline, or its loop
+        wants its connections back and the grace is spent."""
         out = watcher.out
-        if out is not None:
-            grace_over = watcher.leaving_by is not None and now >= watcher.leaving_by
-            if out.done or now >= out.deadline or grace_over:
-                watcher.out = None
-                answers = out.finish()
-                if not watcher.heard.is_set() and watcher.leaving_by is None:
-                    if out.closed_by_server:
-                        # closed under the question: what a killed mysqld's kernel does, said
-                        # as a closed connection whether or not a question was out on it
-                        watcher.closed = tuple(sorted(out.closed_by_server))
-                        watcher.heard.set()
-                    elif (found := watcher.judged(answers)) is not None:
-                        self._heard(watcher, found)
-        if watcher.leaving_by is not None and watcher.out is None:
-            with self._lock:
-                if watcher in self._watchers:
-                    self._watchers.remove(watcher)
-            watcher.released.set()
+        if out is None:
             return True
-        return False
+        grace_over = watcher.leaving_by is not None and now >= watcher.leaving_by
+        return out.done or now >= out.deadline or grace_over
 
-    def _ask(self, watcher: Watcher, now: float) -> None:
-        watcher.asked += len(watcher.writers)
-        watcher.out = watcher.prober.ask_open(
-            watcher.writers, now + watcher.answer_budget_s, watcher.question
-        )
+    def _settle(self, watcher: Watcher) -> None:
+        """The watcher's question is over: its answers judged."""
+        out, watcher.out = watcher.out, None
+        self._out.pop(watcher, None)
+        if out is None:
+            return
+        answers = out.finish()
+        if watcher.heard.is_set() or watcher.leaving_by is not None:
+            return
+        if out.closed_by_server:
+            # closed under the question: what a killed mysqld's kernel does, said as a
+            # closed connection whether or not a question was out on it
+            watcher.closed = tuple(sorted(out.closed_by_server))
+            self._heard(watcher, None)
+        elif (found := watcher.judged(answers)) is not None:
+            self._heard(watcher, found)
 
-    def _listen(self, watching: list[Watcher]) -> set[int]:
-        """Bring the idle connections up to date with the watchers that still listen; the
-        descriptors whose entry changed."""
-        listening = [w for w in watching if not w.heard.is_set() and w.leaving_by is None]
-        touched: set[int] = set()
-        still = set(listening)
-        for watcher in [w for w in self._listed if w not in still]:
-            touched |= self._unlist(watcher)
-        for watcher in listening:
+    def _let_go(self, watcher: Watcher) -> None:
+        """The watcher's loop has its connections back."""
+        self._watching.pop(watcher, None)
+        self._leaving.pop(watcher, None)
+        self._stop_listening(watcher)
+        if watcher.asks:
+            left = self._askers.get(watcher.every_s, 1) - 1
+            if left > 0:
+                self._askers[watcher.every_s] = left
+            else:
+                self._askers.pop(watcher.every_s, None)
+        with self._lock:
+            self._members.discard(watcher)
+        watcher.released.set()
+
+    def _stop_listening(self, watcher: Watcher) -> None:
+        if watcher in self._listening:
+            del self._listening[watcher]
+            self._touched |= self._unlist(watcher)
+
+    def _listen(self) -> None:
+        """Bring the idle connections up to date with the watchers that still listen: a
+        watcher's are listed again when its prober's connections changed."""
+        touched = self._touched
+        for watcher in self._listening:
+            # asked for every listening watcher on every turn: spelt out, no call
+            if watcher.idle is not None and (
+                getattr(watcher.prober, "changes", None) == watcher.idle_at
+            ):
+                continue
             listing = watcher.idle_now()
             if self._listed.get(watcher) is not listing:
                 touched |= self._unlist(watcher)
@@ -261,7 +320,6 @@ class WatchHub:
                 for fd, (node, conn) in listing.items():
                     self._idle[fd] = (watcher, node, conn)
                     touched.add(fd)
-        return touched
 
     def _unlist(self, watcher: Watcher) -> set[int]:
         """Forget the watcher's idle connections; a descriptor another watcher's connection
@@ -274,29 +332,26 @@ class WatchHub:
                 gone.add(fd)
         return gone
 
-    def _poll(self, watching: list[Watcher], timeout_s: float) -> None:
-        touched = self._listen(watching)
+    def _poll(self, timeout_s: float) -> None:
+        self._listen()
+        touched, self._touched = self._touched, set()
         idle = self._idle
         asked: dict[int, Watcher] = {}
-        for watcher in watching:
+        for watcher in self._out:
             if watcher.out is not None:
                 for fd in watcher.out.fds():
                     asked[fd] = watcher
-        if asked or self._asked:
-            touched.update(asked.keys() ^ self._asked.keys())
-            self._asked = asked
         for fd in touched:
-            wanted = fd in idle or fd in asked
-            if wanted and fd not in self._registered:
-                self._poller.register(fd, _POLL_EVENTS)
-                self._registered.add(fd)
-            elif not wanted and fd in self._registered:
-                self._poller.unregister(fd)
-                self._registered.discard(fd)
-        # rounded up: a timeout truncated to 0 ms would spin until the next round
-        events = self._poller.poll(max(0, math.ceil(timeout_s * 1000)))
+            self._follow(fd, fd in idle or fd in asked, again=True)
+        if asked or self._asked:
+            # a question goes out on an idle connection, already followed: most are no-ops
+            for fd in asked.keys() ^ self._asked.keys():
+                self._follow(fd, fd in idle or fd in asked, again=False)
+            self._asked = asked
+        # epoll rounds the timeout up to a whole millisecond: no spin until the next round
+        events = self._poller.poll(timeout_s)
         closed: dict[Watcher, list[NodeAddress]] = {}
-        for fd, event in events:
+        for fd, _ in events:
             if fd == self._wake_r:
                 with contextlib.suppress(OSError):
                     os.read(self._wake_r, 4096)
@@ -308,9 +363,8 @@ class WatchHub:
                 continue
             found = idle.get(fd)
             # only a connection that is still the node's idle one speaks for its server: one a
-            # probe took since, or one closed after a late probe handed back another
-            # (POLLNVAL), says nothing of the server
-            if found is None or event & select.POLLNVAL:
+            # probe took since, or one a late probe replaced, says nothing of the server
+            if found is None:
                 continue
             watcher, node, conn = found
             if watcher.prober.still_idle(node, conn):
@@ -319,10 +373,35 @@ class WatchHub:
             for node in nodes:
                 watcher.prober.discard(node)
             watcher.closed = tuple(sorted(nodes))
-            watcher.heard.set()
+            self._heard(watcher, None)
 
-    def _heard(self, watcher: Watcher, found: object) -> None:
-        watcher.found = found
+    def _follow(self, fd: int, wanted: bool, *, again: bool) -> None:
+        """Have the descriptor watched or not; `again`: it may name another socket now."""
+        if wanted and fd in self._registered and again:
+            try:
+                self._poller.modify(fd, _EVENTS)
+                return
+            except OSError:  # its socket was closed: the number may be another's now
+                self._registered.discard(fd)
+        if wanted and fd not in self._registered:
+            try:
+                self._poller.register(fd, _EVENTS)
+            except FileExistsError:  # the same socket, still followed
+                pass
+            except OSError:  # closed since it was listed: its prober's next listing says so
+                return
+            self._registered.add(fd)
+        elif not wanted and fd in self._registered:
+            self._registered.discard(fd)
+            with contextlib.suppress(OSError):  # closed, so already gone from epoll
+                self._poller.unregister(fd)
+
+    def _heard(self, watcher: Watcher, found: object | None) -> None:
+        """The watch ends for this watcher (`found`: the answers' verdict, None when it ends
+        on a closed connection): its idle connections are no longer polled."""
+        if found is not None:
+            watcher.found = found
+        self._stop_listening(watcher)
         watcher.heard.set()
 
     def _give_up(self, watcher: Watcher) -> None:
