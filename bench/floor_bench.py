@@ -44,11 +44,12 @@ from checker_core.edges import wire
 from checker_core.edges.backend import Prober
 from checker_core.edges.proxysql_rows import answer_bytes, rows_as_one_value
 from checker_core.edges.question import Question
-from checker_core.settings.schema import SslMode
+from checker_core.settings.config import load
+from checker_core.settings.schema import Checker, SslMode
 from galera_checker.cli import kind as galera_kind
 from galera_checker.probe import probe as galera_probe
 from galera_checker.probe import watch as galera_watch
-from tests.lab.fleet_config import Fleet
+from tests.lab.fleet_config import Fleet, write_config
 from tests.lab.simnodes import SimNodes
 
 NODES_PER_CLUSTER = 3
@@ -123,21 +124,24 @@ class RowsLine:
         self.admin.close()
 
 
-def hostgroups_of(index: int) -> tuple[int, ...]:
-    writer = Fleet.writer_hostgroup(index)
-    return (writer, writer + 1, writer + 2, writer + 3, 8000 + writer, 8000 + writer + 1)
+def hostgroups_of(lab: Lab, fleet: Fleet, home: Path) -> list[tuple[int, ...]]:
+    """Each cluster's hostgroups as the checker reads them: from the configuration the daemon
+    would be given, through the checker's own loader."""
+    config = write_config(lab.proxysql, fleet, home / "floor-config", 1000)
+    settings = load(config, Checker.GALERA, env={})
+    return [cluster.hostgroups.all for cluster in settings.clusters]
 
 
 # ---------------------------------------------------------------- pass floor against nodes
 
 
-def pass_floor_ms(lab: Lab, nodes: int, passes: int, changing: bool) -> float:
+def pass_floor_ms(lab: Lab, nodes: int, passes: int, changing: bool, home: Path) -> float:
     with SimNodes(clusters=1, nodes=nodes) as sim:
         fleet = Fleet.of(sim)
         seed(lab, fleet)
         _, addresses = fleet.clusters[0]
         lines = node_lines(addresses, galera_probe)
-        rows = RowsLine(lab, hostgroups_of(0))
+        rows = RowsLine(lab, hostgroups_of(lab, fleet, home)[0])
         set_changing(sim, changing)
         poller = select.poll()
         try:
@@ -165,7 +169,7 @@ def nodes_table(lab: Lab, counts: list[int], passes: int, home: Path) -> None:
         floors: list[float] = []
         daemons: list[float] = []
         for nodes in counts:
-            floor = pass_floor_ms(lab, nodes, passes, changing)
+            floor = pass_floor_ms(lab, nodes, passes, changing, home)
             daemon = pass_cpu_ms(lab, nodes, passes, changing, home)
             floors.append(floor)
             daemons.append(daemon)
@@ -190,14 +194,22 @@ def nodes_table(lab: Lab, counts: list[int], passes: int, home: Path) -> None:
 
 
 def floor_daemon_percent(
-    lab: Lab, clusters: int, *, interval_s: float, watch_s: float, seconds: float, changing: bool
+    lab: Lab,
+    clusters: int,
+    *,
+    interval_s: float,
+    watch_s: float,
+    seconds: float,
+    changing: bool,
+    home: Path,
 ) -> float:
     with SimNodes(clusters=clusters, nodes=NODES_PER_CLUSTER) as sim:
         fleet = Fleet.of(sim)
         seed(lab, fleet)
         passes = []
+        hostgroups = hostgroups_of(lab, fleet, home)
         for index, (_, nodes) in enumerate(fleet.clusters):
-            passes.append((RowsLine(lab, hostgroups_of(index)), node_lines(nodes, galera_probe)))
+            passes.append((RowsLine(lab, hostgroups[index]), node_lines(nodes, galera_probe)))
         watched = [node_lines(nodes[:1], galera_watch)[0] for _, nodes in fleet.clusters]
         set_changing(sim, changing)
         stop = threading.Event()
@@ -260,6 +272,7 @@ def clusters_table(lab: Lab, args: argparse.Namespace, home: Path) -> None:
             watch_s=args.watch_ms / 1000,
             seconds=args.seconds,
             changing=changing,
+            home=home,
         )
         daemon = daemon_run(
             lab,
