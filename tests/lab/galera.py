@@ -880,8 +880,9 @@ class GaleraLab:
 
         def synced() -> bool:
             nonlocal lost_since
-            if self.pid(n) is None:
-                ended = process.how_it_ended(launched)
+            # its own child's collected status says it died, and how; a pid file is not needed
+            ended = process.ended(launched)
+            if ended is not None:
                 if GCACHE_SCAN_LINE in _last_line(log):
                     raise _DiedInGCacheScan(f"node{n} died scanning its galera.cache ({ended})")
                 raise process.LabError(

@@ -74,8 +74,13 @@ def spawn(
             env=env,
             cwd=cwd,
         )
+    # pids come round again (pid_max is 32768 here): an ending kept for an earlier child of
+    # the same number is not this one's
+    _ENDINGS.pop(proc.pid, None)
+    # our child, uncollected, so /proc/pid/stat is there even if it has already ended
+    start = start_ticks(proc.pid)
     pid_path.parent.mkdir(parents=True, exist_ok=True)
-    pid_path.write_text(f"{proc.pid}\n")
+    pid_path.write_text(f"{proc.pid} {start}\n" if start is not None else f"{proc.pid}\n")
     # keep the handle: the process outlives this call, and dropping a live Popen warns
     _STARTED.append(proc)
     return proc.pid
@@ -93,20 +98,16 @@ def _reap(pid: int) -> None:
             _ENDINGS[pid] = status
 
 
-def how_it_ended(pid: int) -> str:
-    """'exit code N' or 'killed by SIGNAME' for a child of ours found dead; else a shrug."""
+def ended(pid: int) -> str | None:
+    """How a child of ours ended ('exit code N', 'killed by SIGNAME') once it is collected.
 
-    # found dead by its /proc state before it could be collected (a killed process's threads
-    # may still be ending): collect it now, waiting a little while it is still there
-    def collected_or_gone() -> bool:
-        _reap(pid)
-        return pid in _ENDINGS or not Path(f"/proc/{pid}").exists()
-
-    with contextlib.suppress(LabError):
-        wait_until(collected_or_gone, 2.0, f"pid {pid} to be collected", interval=0.02)
+    None while it runs, and while a killed process's last threads are still ending: its /proc
+    state may say dead well before it can be collected.
+    """
+    _reap(pid)
     status = _ENDINGS.get(pid)
     if status is None:
-        return "its end was not seen (not a child of this process)"
+        return None
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         try:
@@ -116,39 +117,55 @@ def how_it_ended(pid: int) -> str:
     return f"exit code {os.waitstatus_to_exitcode(status)}"
 
 
-def pid_alive(pid: int) -> bool:
-    """True while pid runs (a zombie counts as dead)."""
-    _reap(pid)
+def _stat_after_name(pid: int) -> list[str] | None:
+    """The fields of /proc/pid/stat after the command name (the state first), or None."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return False
-    # the state letter follows the parenthesised command name, which may itself hold spaces
-    state = stat.rsplit(")", 1)[1].split()[0]
-    return state not in ("Z", "X")
+        return None
+    # the command name is parenthesised and may itself hold spaces and parentheses
+    return stat.rsplit(")", 1)[1].split()
+
+
+def start_ticks(pid: int) -> int | None:
+    """When pid started, in clock ticks since boot: with the pid, it names one process."""
+    fields = _stat_after_name(pid)
+    # field 22 of stat; the state, field 3, is the first after the name
+    return int(fields[19]) if fields is not None and len(fields) > 19 else None
+
+
+def pid_alive(pid: int) -> bool:
+    """True while pid runs (a zombie counts as dead)."""
+    _reap(pid)
+    fields = _stat_after_name(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
 
 
 def pid_frozen(pid: int) -> bool:
     """True when pid is stopped by a signal (SIGSTOP)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] == "T"
+    fields = _stat_after_name(pid)
+    return fields is not None and fields[0] == "T"
 
 
 def tracked_pid(pid_path: Path, marker: str | None = None) -> int | None:
     """The live pid recorded in pid_path, or None.
 
-    With `marker`, the process's command line must contain it: a recycled pid of some other
-    program is not ours to signal.
+    spawn records the process's start time beside its pid: a recycled pid of some other
+    program starts later, and is not ours to signal. A pid file without it (written by an
+    older lab) falls back to `marker`, which the process's command line must contain. The
+    start time is read from /proc/pid/stat alone; a command line is read from the process's
+    memory, and reads empty while it ends.
     """
     try:
-        pid = int(pid_path.read_text().split()[0])
+        words = pid_path.read_text().split()
+        pid = int(words[0])
+        recorded_start = int(words[1]) if len(words) > 1 else None
     except (OSError, ValueError, IndexError):
         return None
     if not pid_alive(pid):
         return None
+    if recorded_start is not None:
+        return pid if start_ticks(pid) == recorded_start else None
     if marker is not None:
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
