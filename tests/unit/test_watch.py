@@ -452,6 +452,41 @@ def test_a_descriptor_one_cluster_let_go_and_another_took_speaks_for_the_new_one
     assert ended.get("a") is None and a.discarded == []
 
 
+def test_a_descriptor_a_cluster_let_go_and_took_again_is_watched_again(hub: WatchHub) -> None:
+    """The cluster's connection to N2 is closed and the same descriptor number comes back as its
+    new connection to N2 (a reconnect). Closing the old one took it out of the hub's epoll, so
+    the hub must register it again, not only change it; the server then closes the new one."""
+    prober = ListingProber((N1, N2, N3))
+    waiting = between(prober, 0, hub)
+    stop = threading.Event()
+    ended: list[object] = []
+    thread = threading.Thread(
+        target=lambda: ended.append(waiting.wait(time.monotonic() + 10, stop))
+    )
+    try:
+        thread.start()
+        assert prober.listed.wait(10), "the cluster is watched"
+        ours, theirs = prober.pairs.pop(N2)
+        reused = ours.fileno()
+        fresh, fresh_theirs = socket.socketpair()
+        ours.close()
+        os.dup2(fresh.fileno(), reused)
+        fresh.close()
+        prober.pairs[N2] = (socket.socket(fileno=reused), fresh_theirs)
+        prober.changes += 1
+        fresh_theirs.close()  # the server closes the new connection
+        thread.join(timeout=20)
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        theirs.close()
+        prober.close()
+    assert len(ended) == 1
+    trigger = ended[0]
+    assert isinstance(trigger, Trigger) and trigger.cause is Cause.CLOSED, trigger
+    assert trigger.nodes == (N2,)
+
+
 def test_answers_whose_facts_were_judged_quiet_are_not_judged_again() -> None:
     judged: list[object] = []
     verdict: list[object | None] = [None]
