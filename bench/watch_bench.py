@@ -9,9 +9,11 @@ node, as a daemon's loop has between passes, and the watch hub (service/watch_hu
 cluster's writer the watch's question every --watch-ms while it polls the idle connections of
 the others, as in the daemon. Nothing changes, so no question ends a watch.
 
-The floor is the same question on connections of its own to the same writers, in a bare loop:
-every --watch-ms the packet is written onto each, one poll waits for the answers, and each
-answer is read and compared with the last one; nothing else. Both are timed as this process's
+The floor is the same question on connections of its own to the same writers, opened and
+probed once by the checker's prober as the hub's are, then asked in a bare loop
+(bench.floor_bench.ask_all): every --watch-ms the packet is written onto each, one poll waits
+for the answers, and each answer is read and compared with the last one (a changed one framed
+and decoded); nothing else. Both are timed as this process's
 CPU over --seconds (the main thread sleeps meanwhile), alternating --rounds times, and printed
 as microseconds of CPU per question with the watch's ratio to the floor.
 """
@@ -19,21 +21,21 @@ as microseconds of CPU per question with the watch's ratio to the floor.
 from __future__ import annotations
 
 import argparse
-import os
 import select
 import statistics
 import time
 from collections.abc import Mapping
 
+from bench.floor_bench import ask_all, node_lines
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
 from checker_core.core.settings import Endpoint, Secret, Tls
-from checker_core.edges import wire
 from checker_core.edges.backend import Prober
 from checker_core.passes.plugin import CheckerKind
 from checker_core.service.watch import Watched, changed
 from checker_core.service.watch_hub import Watcher, WatchHub
 from checker_core.settings.schema import SslMode
+from galera_checker.probe import watch as galera_watch
 from tests.lab.simnodes import SimNodes
 
 NODES_PER_CLUSTER = 3
@@ -102,16 +104,11 @@ def hub_us_per_question(watchers: list[Watcher], seconds: float) -> float:
 def floor_us_per_question(
     fleet: SimNodes, kind: CheckerKind, every_s: float, seconds: float
 ) -> float:
-    conns = [SimNodes.connect(cluster.nodes[0]) for cluster in fleet.clusters]
+    writers = [_node(cluster.nodes[0]) for cluster in fleet.clusters]
+    # logged in and probed once by the checker's prober, as the hub's are, so each writer is
+    # asked the watch's own one-row question
+    lines = node_lines(writers, galera_watch)
     try:
-        question = kind.watch
-        assert question is not None
-        sql, params = question.ask(conns[0])  # type: ignore[attr-defined]
-        _, packet = wire.statement(conns[0], sql, params)
-        fds = [conn._sock.fileno() for conn in conns]
-        for conn in conns:
-            conn._sock.settimeout(0.0)
-        last: dict[int, bytes] = {}
         poller = select.poll()
         asked = 0
         started = time.process_time()
@@ -120,24 +117,13 @@ def floor_us_per_question(
         while time.monotonic() < deadline:
             time.sleep(max(0.0, next_round - time.monotonic()))
             next_round += every_s
-            for fd in fds:
-                os.write(fd, packet)
-                poller.register(fd, select.POLLIN)
-            waiting = set(fds)
-            while waiting:
-                for fd, _ in poller.poll(1000):
-                    got = os.read(fd, 65536)
-                    if got == last.get(fd) or wire.read_answer(got) is not None:
-                        last[fd] = got
-                        waiting.discard(fd)
-                        poller.unregister(fd)
-            asked += len(fds)
+            ask_all(lines, poller)
+            asked += len(lines)
         cpu = time.process_time() - started
         return cpu * 1e6 / max(1, asked)
     finally:
-        for conn in conns:
-            conn._sock.settimeout(2.0)
-            conn.close()
+        for line in lines:
+            line.conn.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     from galera_checker.cli import kind as galera_kind
 
     kind = galera_kind()
+    if kind.watch is not galera_watch:
+        # the hub asks kind.watch; the floor writes that question's packet
+        raise SystemExit("the floor asks the Galera watch question, and the hub another")
     every_s = args.watch_ms / 1000
     with SimNodes(clusters=args.clusters, nodes=NODES_PER_CLUSTER) as fleet:
         probers, watchers = _watchers(fleet, kind, every_s)

@@ -74,7 +74,7 @@ def spawn(
             env=env,
             cwd=cwd,
         )
-    # pids come round again (pid_max is 32768 here): an ending kept for an earlier child of
+    # pids come round again (pid_max is often 32768): an ending kept for an earlier child of
     # the same number is not this one's
     _ENDINGS.pop(proc.pid, None)
     # our child, uncollected, so /proc/pid/stat is there even if it has already ended
