@@ -20,12 +20,15 @@ from checker_core.passes.plugin import CheckerKind
 from checker_core.passes.result import Mode
 from checker_core.passes.runner import PassRunner
 from checker_core.settings.config import load
-from checker_core.settings.schema import Checker
+from checker_core.settings.schema import Checker, SslMode
 from tests.integration.rig import as_configured
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
 from tests.lab.checker_config import write_checker_config
 from tests.lab.paths import lab_dir
 from tests.lab.proxysql import ProxySQLLab
+
+# the simulated fleet's monitor account (tests/lab/simnodes.py), no TLS, 2 s timeouts
+SIM_MONITOR = Endpoint("monitor", Secret("monitor"), Tls(SslMode.DISABLED), 2000, 2000)
 
 HG = Hostgroups(
     writer=100, reader=101, backup_writer=102, offline=9100, config_writer=8100, config_reader=8101

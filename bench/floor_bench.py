@@ -36,16 +36,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import Lab, admin_client
+from bench.common import SIM_MONITOR, Lab, admin_client
 from bench.scale_bench import daemon_run, pass_cpu_ms, seed, set_changing
 from checker_core.core.model import NodeAddress
-from checker_core.core.settings import Endpoint, Secret, Tls
 from checker_core.edges import wire
 from checker_core.edges.backend import Prober
 from checker_core.edges.proxysql_rows import answer_bytes, rows_as_one_value
 from checker_core.edges.question import Question
 from checker_core.settings.config import load
-from checker_core.settings.schema import Checker, SslMode
+from checker_core.settings.schema import Checker
 from galera_checker.cli import kind as galera_kind
 from galera_checker.probe import probe as galera_probe
 from galera_checker.probe import watch as galera_watch
@@ -53,6 +52,8 @@ from tests.lab.fleet_config import Fleet, write_config
 from tests.lab.simnodes import SimNodes
 
 NODES_PER_CLUSTER = 3
+# the target for the pass: at TARGET_NODES, at most TARGET_RATIO x its cost at BASE_NODES
+BASE_NODES, TARGET_NODES, TARGET_RATIO = 3, 60, 3
 
 
 class NodeLine:
@@ -71,8 +72,7 @@ def node_lines(nodes: Sequence[NodeAddress], question: Question[Any]) -> list[No
     """Connections to `nodes`, opened and probed once by the checker's prober (which learns
     what each server offers), each taken to ask `question` bare."""
     kind = galera_kind()
-    monitor = Endpoint("monitor", Secret("monitor"), Tls(SslMode.DISABLED), 2000, 2000)
-    prober = Prober(monitor, kind.probe, persistent=True)
+    prober = Prober(SIM_MONITOR, kind.probe, persistent=True)
     first = prober.probe_all(nodes, time.monotonic() + 5)
     if not all(r.answered for r in first.values()):
         raise SystemExit(f"the fleet did not answer: {first}")
@@ -182,7 +182,8 @@ def nodes_table(lab: Lab, counts: list[int], passes: int, home: Path) -> None:
             span = counts[-1] - counts[0]
             floor_slope = (floors[-1] - floors[0]) * 1000 / span
             daemon_slope = (daemons[-1] - daemons[0]) * 1000 / span
-            allowed = 2 * daemons[0] * 1000 / (3 * 20 - 3)
+            # what "60 nodes <= 3x 3 nodes" lets each of the 57 nodes beyond the 3 add
+            allowed = (TARGET_RATIO - 1) * daemons[0] * 1000 / (TARGET_NODES - BASE_NODES)
             print(
                 f"{'':>6} {'':>8} a node adds {floor_slope:.1f} µs to the floor, "
                 f"{daemon_slope:.1f} µs to the daemon's pass; 60 nodes <= 3x 3 nodes allows "

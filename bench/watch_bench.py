@@ -26,15 +26,14 @@ import statistics
 import time
 from collections.abc import Mapping
 
+from bench.common import SIM_MONITOR
 from bench.floor_bench import ask_all, node_lines
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
-from checker_core.core.settings import Endpoint, Secret, Tls
 from checker_core.edges.backend import Prober
 from checker_core.passes.plugin import CheckerKind
 from checker_core.service.watch import Watched, changed
 from checker_core.service.watch_hub import Watcher, WatchHub
-from checker_core.settings.schema import SslMode
 from galera_checker.probe import watch as galera_watch
 from tests.lab.simnodes import SimNodes
 
@@ -49,11 +48,10 @@ def _node(name: str) -> NodeAddress:
 def _watchers(
     fleet: SimNodes, kind: CheckerKind, every_s: float
 ) -> tuple[list[Prober], list[Watcher]]:
-    monitor = Endpoint("monitor", Secret("monitor"), Tls(SslMode.DISABLED), 2000, 2000)
     probers, watchers = [], []
     for cluster in fleet.clusters:
         nodes = [_node(n) for n in cluster.nodes]
-        prober = Prober(monitor, kind.probe, persistent=True)
+        prober = Prober(SIM_MONITOR, kind.probe, persistent=True)
         first = prober.probe_all(nodes, time.monotonic() + 5)
         writer = nodes[0]
         # the watch's own question once, as the daemon's first watch round asks it

@@ -406,6 +406,17 @@ class ListingProber(SocketProber):
         return super().idle()
 
 
+def _reopened_on_its_descriptor(ours: socket.socket) -> tuple[socket.socket, socket.socket]:
+    """`ours` closed, and a new connection (our end, the server's) whose end here has the very
+    descriptor number `ours` had: what a reconnect looks like to a poller."""
+    reused = ours.fileno()
+    fresh, fresh_theirs = socket.socketpair()
+    ours.close()
+    os.dup2(fresh.fileno(), reused)
+    fresh.close()
+    return socket.socket(fileno=reused), fresh_theirs
+
+
 def test_a_descriptor_one_cluster_let_go_and_another_took_speaks_for_the_new_one(
     hub: WatchHub,
 ) -> None:
@@ -426,13 +437,9 @@ def test_a_descriptor_one_cluster_let_go_and_another_took_speaks_for_the_new_one
             threads[name].start()
             assert prober.listed.wait(10), f"cluster {name} is watched"
         ours, theirs = a.pairs.pop(N2)
-        reused = ours.fileno()
-        fresh, fresh_theirs = socket.socketpair()
-        ours.close()
-        os.dup2(fresh.fileno(), reused)
-        fresh.close()
         b_old = b.pairs[N3]
-        b.pairs[N3] = (socket.socket(fileno=reused), fresh_theirs)
+        b.pairs[N3] = reopened = _reopened_on_its_descriptor(ours)
+        fresh_theirs = reopened[1]
         a.changes += 1
         b.changes += 1
         fresh_theirs.close()  # B's server closes its new connection
@@ -467,12 +474,8 @@ def test_a_descriptor_a_cluster_let_go_and_took_again_is_watched_again(hub: Watc
         thread.start()
         assert prober.listed.wait(10), "the cluster is watched"
         ours, theirs = prober.pairs.pop(N2)
-        reused = ours.fileno()
-        fresh, fresh_theirs = socket.socketpair()
-        ours.close()
-        os.dup2(fresh.fileno(), reused)
-        fresh.close()
-        prober.pairs[N2] = (socket.socket(fileno=reused), fresh_theirs)
+        prober.pairs[N2] = reopened = _reopened_on_its_descriptor(ours)
+        fresh_theirs = reopened[1]
         prober.changes += 1
         fresh_theirs.close()  # the server closes the new connection
         thread.join(timeout=20)
