@@ -79,20 +79,16 @@ class Decision:
         return self.sight.sight is Sight.BLIND
 
     def roster_edits_loaded(self, rows: ClusterRows) -> str | None:
-        """What a LOAD of this plan made live besides its changes: template rows someone
-        staged and had not loaded (ProxySQL loads mysql_servers whole)."""
-        hostgroups = self.plan.hostgroups.templates
-        # a row ProxySQL's monitor SHUNNED is the ONLINE row that was loaded, no edit
-        live = {r.as_loaded() for r in rows.live(hostgroups)}
-        staged = set(self.plan.templates)
-        if self.adopted or live == staged:
+        """What a LOAD of this plan made live besides its changes: the templates staged and
+        never loaded, which were the roster this pass used. Live templates are never loaded
+        by a pass: an edit staged over them is set aside for its LOAD (apply)."""
+        if self.adopted or rows.live(self.plan.hostgroups.templates) or not self.plan.templates:
             return None
-        added = sorted(staged - live, key=lambda r: r.key)
-        gone = sorted(live - staged, key=lambda r: r.key)
-        parts = [f"{r.node} in hostgroup {r.hostgroup_id} weight {r.weight}" for r in added]
-        parts += [f"{r.node} out of hostgroup {r.hostgroup_id}" for r in gone]
+        parts = [
+            f"{r.node} in hostgroup {r.hostgroup_id} weight {r.weight}" for r in self.plan.templates
+        ]
         return (
-            "this LOAD also made live the roster edits staged in mysql_servers and not loaded "
+            "this LOAD also made live the roster staged in mysql_servers and not loaded "
             f"before: {'; '.join(parts)}"
         )
 

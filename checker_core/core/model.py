@@ -103,8 +103,10 @@ class ServerRow:
         return f"{self.hostname}:{self.port} in hostgroup {self.hostgroup_id} ({self.status.value})"
 
     @classmethod
-    def from_admin(cls, values: Sequence[object | None]) -> ServerRow:
-        """Build a row from the strings ProxySQL's admin returns, in COLUMNS order."""
+    def from_admin(cls, values: Sequence[object | None], *, any_host: bool = False) -> ServerRow:
+        """Build a row from the strings ProxySQL's admin returns, in COLUMNS order.
+        `any_host`: the hostname taken as it is (a row of a hostgroup the tool only carries
+        through a LOAD, never routes to)."""
         if len(values) != len(COLUMNS):
             raise BadRow(f"expected {len(COLUMNS)} columns, got {len(values)}: {values!r}")
         raw = dict(zip(COLUMNS, values, strict=True))
@@ -120,9 +122,9 @@ class ServerRow:
             except ValueError:
                 raise BadRow(f"{where}: {name} is not a number: {raw[name]!r}") from None
         hostname = str(raw["hostname"] or "")
-        if not hostname:
+        if not hostname and not any_host:
             raise BadRow(f"{where}: empty hostname")
-        problem = host_problem(hostname, socket_port=ints["port"])
+        problem = None if any_host else host_problem(hostname, socket_port=ints["port"])
         if problem is not None:
             raise BadRow(f"{where}: hostname {problem}")
         return cls(

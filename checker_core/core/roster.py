@@ -244,20 +244,6 @@ def check_rows(rows: ClusterRows, hostgroups: Hostgroups, roster: Roster) -> Non
         raise BadRows(problems)
 
 
-def live_intent(rows: ClusterRows, hostgroups: Hostgroups) -> tuple[ServerRow, ...]:
-    """The staging rows that say what is live now, as intent: the live rows with ProxySQL's
-    own states taken out (SHUNNED is an ONLINE row, a runtime-only OFFLINE_HARD row is a server
-    already removed) and the operator's OFFLINE_HARD rows as staged. What a failed apply puts
-    back into mysql_servers, so nobody's LOAD makes a half-write live."""
-    layout = LiveLayout.of(rows, hostgroups)
-    intent: dict[tuple[int, str, int], ServerRow] = {}
-    for row in layout.rows:
-        intent[row.key] = row.as_loaded()
-    for row in layout.operator_rows:
-        intent[row.key] = row
-    return sort_rows(intent.values())
-
-
 def shared_nodes(
     rows: Sequence[ServerRow], clusters: Sequence[tuple[str, Hostgroups]]
 ) -> dict[str, str]:

@@ -18,14 +18,14 @@ from checker_core.core.model import (
     COLUMNS,
     BadRow,
     ClusterRows,
-    Hostgroups,
     NodeAddress,
     Plan,
     ServerRow,
     ServerStatus,
     sort_rows,
 )
-from checker_core.edges.proxysql_rows import rows_as_one_value, unpacked
+from checker_core.core.staging import NOTHING_ASIDE, SetAside, left_half_written, set_aside, undone
+from checker_core.edges.proxysql_rows import all_rows_as_one_value, rows_as_one_value, unpacked
 
 if TYPE_CHECKING:
     import pymysql
@@ -305,11 +305,40 @@ class AdminClient:
         Only the differences are written, so a staging area that already matches costs one
         read and no write.
         """
+        return self._stage(hostgroups, desired, writer, _Writes())
+
+    def _stage(
+        self,
+        hostgroups: Sequence[int],
+        desired: Sequence[ServerRow],
+        writer: int | None,
+        writes: _Writes,
+    ) -> int:
         current = self.read_staging(hostgroups)
         statements = staging_statements(hostgroups, current, desired, writer=writer)
+        # noted before the first statement goes out: a pass cut short anywhere after it puts
+        # back what it wrote, and only that
+        writes.note(hostgroups, current, desired)
         for statement in statements:
             self.execute(statement.sql, statement.params)
         return len(statements)
+
+    def read_whole(self) -> ClusterRows:
+        """Every row of runtime_mysql_servers and mysql_servers, in one round trip: what a LOAD
+        would carry besides this pass's rows. A row of a hostgroup this tool does not manage
+        is taken as ProxySQL holds it, whatever its hostname."""
+        found = self.execute(all_rows_as_one_value())
+        text = "" if not found or found[0][0] is None else str(found[0][0])
+        runtime: list[ServerRow] = []
+        staging: list[ServerRow] = []
+        for line in text.split("\n") if text else ():
+            source, values = unpacked(line)
+            try:
+                row = self._row(values)
+            except BadRow:
+                row = ServerRow.from_admin(values, any_host=True)
+            (runtime if source == "r" else staging).append(row)
+        return ClusterRows(runtime=sort_rows(runtime), staging=sort_rows(staging))
 
     def apply(
         self,
@@ -319,16 +348,25 @@ class AdminClient:
         *,
         save_owed: bool = False,
         on_load: Callable[[], None] | None = None,
+        warn: Callable[[str], None] | None = None,
+        reconnect: Callable[[], AdminClient] | None = None,
     ) -> ApplyResult:
         """Stage the plan's rows, verify them, then LOAD (and SAVE) only when live rows change.
 
         A staging area left half-written by a pass that died is rewritten here even when the
         plan is empty; it is never loaded unless this call finished writing it, nor when the
-        template hostgroups (which the LOAD carries too) are not as this pass read them.
+        template hostgroups are not as this pass read them. Staged rows this pass does not
+        manage that differ from what is live (an operator's edit in progress) are set aside
+        for the LOAD, which then carries none of them, and written back after it.
         `staging_seen`: the staging rows this pass read; when they already match and nothing is
         to be loaded, there is nothing to write or verify (the steady state costs no round trip
         here). `save_owed`: an earlier SAVE failed, so disk is behind runtime: SAVE again.
         `on_load` is called the moment the LOAD returned, before anything else can fail.
+
+        Whatever ends this call after its first staging write and before its LOAD went out
+        (a refused statement, a lost connection, the pass's deadline) puts back the rows it
+        wrote as they were read, on this connection when it is still in step, else on one from
+        `reconnect`; what it could not put back is said through `warn`.
         """
         hostgroups = list(plan.hostgroups.managed)
         if staging_seen is not None and not plan.needs_load:
@@ -339,28 +377,166 @@ class AdminClient:
                 self._staged_already = kept
             if kept is not None:
                 return self._save(persist and save_owed, staged=0, loaded=False)
-        checked = hostgroups + list(plan.hostgroups.templates)
+        said = warn or _say_nothing
+        writes = _Writes()
         try:
-            staged = self.stage(hostgroups, plan.desired, writer=plan.hostgroups.writer)
-            if plan.adopted:
-                staged += self.stage(plan.hostgroups.templates, plan.adopted)
-            readback = self.read_staging(checked)
-        except (AdminQueryFailed, BadRow) as exc:
-            self._restore_staging(plan)
-            raise ApplyFailed(f"staging failed, nothing loaded: {exc}") from None
-        if readback != sort_rows((*plan.desired, *plan.templates)):
-            raise ApplyFailed(
-                f"{self.where}: staging rows changed under us (another writer?), nothing loaded"
-            )
+            staged, aside = self._stage_plan(plan, writes)
+        except BaseException as exc:
+            self._put_back(plan, writes, exc, said, reconnect)
+            if isinstance(exc, (AdminQueryFailed, BadRow)):
+                raise ApplyFailed(f"staging failed, nothing loaded: {exc}") from None
+            raise
         if not plan.needs_load:
             return self._save(persist and save_owed, staged=staged, loaded=False)
         try:
             self.execute(LOAD_SERVERS.sql)
         except AdminQueryFailed as exc:
+            # refused: nothing went live. Any other failure may have come after ProxySQL ran
+            # it; staging then stays as the pass wrote it, and live too, likely
+            self._put_back(plan, writes, exc, said, reconnect)
             raise ApplyFailed(f"LOAD MYSQL SERVERS TO RUNTIME failed: {exc}") from None
         if on_load is not None:
             on_load()
-        return self._save(persist, staged=staged, loaded=True)
+        if aside:
+            said(aside.describe())
+        try:
+            # before the write-back: disk is what is live, never an edit nobody loaded
+            result = self._save(persist, staged=staged, loaded=True)
+        except BaseException as exc:
+            self._write_back(aside, exc, said, reconnect)
+            raise
+        self._write_back(aside, None, said, reconnect)
+        return result
+
+    def _stage_plan(self, plan: Plan, writes: _Writes) -> tuple[int, SetAside]:
+        """The plan's rows staged and read back; before a LOAD, the rows of other hostgroups
+        that differ from what is live staged as live (set aside). Raises ApplyFailed when the
+        staging is not what this pass wrote."""
+        hg = plan.hostgroups
+        checked = [*hg.managed, *hg.templates]
+        staged = self._stage(hg.managed, plan.desired, hg.writer, writes)
+        if plan.adopted:
+            staged += self._stage(hg.templates, plan.adopted, None, writes)
+        wanted = sort_rows((*plan.desired, *plan.templates))
+        if not plan.needs_load:
+            self._verify(self.read_staging(checked), wanted)
+            return staged, NOTHING_ASIDE
+        whole = self.read_whole()
+        self._verify(whole.staged(checked), wanted)
+        # templates nobody loaded yet are the roster this pass used: its LOAD carries them
+        own = checked if not whole.live(hg.templates) else list(hg.managed)
+        aside = set_aside(whole, own)
+        if aside:
+            staged += self._stage(aside.hostgroups, aside.live, None, writes)
+            again = self.read_whole()
+            # ours staged still as written, every other row as live: else never loaded
+            ours = sort_rows(r for r in wanted if r.hostgroup_id in own)
+            self._verify(again.staged(own), ours, clean=not set_aside(again, own))
+        return staged, aside
+
+    def _verify(
+        self, readback: Sequence[ServerRow], wanted: Sequence[ServerRow], *, clean: bool = True
+    ) -> None:
+        if not clean or sort_rows(readback) != tuple(wanted):
+            raise ApplyFailed(
+                f"{self.where}: staging rows changed under us (another writer?), nothing loaded"
+            )
+
+    def _put_back(
+        self,
+        plan: Plan,
+        writes: _Writes,
+        failure: BaseException,
+        said: Callable[[str], None],
+        reconnect: Callable[[], AdminClient] | None,
+    ) -> None:
+        """The rows this call wrote put back as it read them (never what is live: staging
+        holds the operator's intent), so nobody's LOAD makes a plan live that this pass did
+        not. A row someone else wrote since stays theirs."""
+        if not writes.wrote:
+            return
+        hostgroups = sorted(writes.hostgroups)
+
+        def put_back(admin: AdminClient) -> None:
+            current = admin.read_staging(hostgroups)
+            wanted = undone(writes.before, writes.wrote, current)
+            for statement in staging_statements(
+                hostgroups, current, wanted, writer=plan.hostgroups.writer
+            ):
+                admin.execute(statement.sql, statement.params)
+
+        problem = self._on_a_working_connection(put_back, failure, reconnect)
+        if problem is None:
+            return
+        own = set(plan.hostgroups.all)
+        mine = {k: r for k, r in writes.wrote.items() if k[0] in own}
+        theirs = {k: r for k, r in writes.wrote.items() if k[0] not in own}
+        if mine:
+            rows = "; ".join(left_half_written(writes.before, mine))
+            said(
+                f"staged rows left half-written: {rows} ({problem}); "
+                "the next acting pass puts them back"
+            )
+        if theirs:
+            groups = ", ".join(str(hg) for hg in sorted({k[0] for k in theirs}))
+            said(
+                f"an operator's staged edit of hostgroup {groups} was set aside as live for "
+                f"a LOAD that did not go out, and could not be written back ({problem}): it "
+                "is gone from mysql_servers; runtime unchanged"
+            )
+
+    def _write_back(
+        self,
+        aside: SetAside,
+        failure: BaseException | None,
+        said: Callable[[str], None],
+        reconnect: Callable[[], AdminClient] | None,
+    ) -> None:
+        """The staged edit set aside for the LOAD, staged again as it was read (no LOAD)."""
+        if not aside:
+            return
+
+        def write_back(admin: AdminClient) -> None:
+            for statement in staging_statements(aside.hostgroups, aside.live, aside.staged):
+                admin.execute(statement.sql, statement.params)
+
+        problem = self._on_a_working_connection(write_back, failure, reconnect)
+        if problem is not None:
+            groups = ", ".join(str(hg) for hg in aside.hostgroups)
+            said(
+                f"an operator's staged edit of hostgroup {groups} could not be staged again "
+                f"after the LOAD ({problem}): it is gone from mysql_servers; runtime unchanged"
+            )
+
+    def _on_a_working_connection(
+        self,
+        work: Callable[[AdminClient], None],
+        failure: BaseException | None,
+        reconnect: Callable[[], AdminClient] | None,
+    ) -> str | None:
+        """`work` done on this connection when it is in step (no failure, or a statement
+        ProxySQL refused), else, or when that fails, on one new connection, each bounded by
+        the admin's own timeouts. None when done, else why not."""
+        problem = f"{type(failure).__name__}: {failure}" if failure is not None else ""
+        if failure is None or isinstance(failure, _IN_STEP):
+            try:
+                work(self)
+                return None
+            except Exception as exc:  # whatever it was, the new connection is the next try
+                problem = f"{type(exc).__name__}: {exc}"
+        if reconnect is None:
+            return problem
+        try:
+            fresh = reconnect()
+        except Exception as exc:
+            return f"{problem}; a new admin connection failed too: {exc}"
+        try:
+            work(fresh)
+        except Exception as exc:
+            return f"{problem}; on a new admin connection: {type(exc).__name__}: {exc}"
+        finally:
+            fresh.close()
+        return None
 
     def _save(self, wanted: bool, *, staged: int, loaded: bool) -> ApplyResult:
         if not wanted:
@@ -374,29 +550,36 @@ class AdminClient:
             return ApplyResult(staged=staged, loaded=loaded, saved=False, save_error=failure)
         return ApplyResult(staged=staged, loaded=loaded, saved=True)
 
-    def repair_staging(self, rows: ClusterRows, hostgroups: Hostgroups) -> int:
-        """Staging rows of the managed hostgroups that differ from what is live, as `rows` were
-        read (a pass that died between its writes and its LOAD), put back to what is live,
-        without a LOAD. Returns the statements written (0: staging was as live)."""
-        from checker_core.core.roster import live_intent
 
-        intent = live_intent(rows, hostgroups)
-        if sort_rows(rows.staged(hostgroups.managed)) == intent:
-            return 0
-        return self.stage(hostgroups.managed, intent, writer=hostgroups.writer)
+class _Writes:
+    """What one apply() wrote to staging, row by row: the row it found first (None: none) and
+    the row it wrote last (None: deleted). One call's own: never shared between passes."""
 
-    def _restore_staging(self, plan: Plan) -> None:
-        """Best effort: put what is live back into staging, as intent (never a status only
-        ProxySQL set), so nobody LOADs our half-write.
+    def __init__(self) -> None:
+        self.before: dict[tuple[int, str, int], ServerRow | None] = {}
+        self.wrote: dict[tuple[int, str, int], ServerRow | None] = {}
+        self.hostgroups: set[int] = set()
 
-        If this fails too, the next pass still repairs the staging area before any LOAD.
-        """
-        from checker_core.core.roster import live_intent
+    def note(
+        self, hostgroups: Sequence[int], current: Sequence[ServerRow], desired: Sequence[ServerRow]
+    ) -> None:
+        inside = set(hostgroups)
+        have = {r.key: r for r in current if r.hostgroup_id in inside}
+        want = {r.key: r for r in desired}
+        for key in have.keys() | want.keys():
+            if have.get(key) != want.get(key):
+                self.before.setdefault(key, have.get(key))
+                self.wrote[key] = want.get(key)
+        self.hostgroups |= inside
 
-        hostgroups = plan.hostgroups
-        with contextlib.suppress(AdminError, BadRow):
-            rows = self.read_rows(hostgroups.managed)
-            self.stage(hostgroups.managed, live_intent(rows, hostgroups), writer=hostgroups.writer)
+
+# a failure after which the connection is still in step: ProxySQL answered, with a refusal, or
+# the pass itself found the rows wrong
+_IN_STEP = (AdminQueryFailed, BadRow, ApplyFailed)
+
+
+def _say_nothing(_text: str) -> None:
+    return None
 
 
 def _not_mysql(where: str, exc: BaseException) -> str:

@@ -29,6 +29,16 @@ def rows_as_one_value(count: int) -> str:
     return f"SELECT group_concat(line, char(10)) FROM ({' UNION ALL '.join(parts)})"  # noqa: S608
 
 
+@functools.lru_cache(maxsize=1)
+def all_rows_as_one_value() -> str:
+    """rows_as_one_value of every hostgroup: the whole of what a LOAD carries."""
+    parts = [
+        f"SELECT '{tag}|' || {_PACKED_COLUMNS} AS line FROM {table}"  # noqa: S608
+        for tag, table in (("r", "runtime_mysql_servers"), ("m", "mysql_servers"))
+    ]
+    return f"SELECT group_concat(line, char(10)) FROM ({' UNION ALL '.join(parts)})"  # noqa: S608
+
+
 def unpacked(line: str) -> tuple[str, tuple[str | None, ...]]:
     """One line of rows_as_one_value: its source tag, and its values as the admin's text."""
     source, *packed = line.split("|")

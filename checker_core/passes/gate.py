@@ -77,8 +77,8 @@ def blind(decision: Decision) -> Stop | None:
 
 
 def may_apply(leadership: Leadership, needs_load: bool, paused: object | None) -> Stop | None:
-    """Whether an applying pass may write: None, or why it holds (nothing goes live and the
-    staging area is put back to what is live). `paused`: what paused the checker (its pause
+    """Whether an applying pass may write: None, or why it holds (it writes nothing to
+    ProxySQL, staging included). `paused`: what paused the checker (its pause
     file), or None."""
     if not leadership.acts:
         # never a LOAD from a standby, even when its proxy's rows differ: two LOADs on two

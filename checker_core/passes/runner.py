@@ -247,6 +247,8 @@ class PassRunner:
                 read.rows.staging,
                 save_owed=save_owed,
                 on_load=progress.mark_loaded,
+                warn=progress.warn,
+                reconnect=functools.partial(self._connect_admin, self.settings),
             )
             progress.applied = applied
         self._after_apply(cluster, read, decision, applied, progress, save_owed=save_owed)
@@ -429,15 +431,9 @@ class PassRunner:
         stop: gate.Stop,
         progress: PassProgress,
     ) -> PassResult:
-        """Nothing goes live, and nothing is left for someone else's LOAD to make live: staging
-        rows that differ from what is live (a pass cut short before its LOAD) are put back
-        without a LOAD, and the counters are saved as if nothing had been loaded."""
-        written = read.admin.repair_staging(read.rows, cluster.hostgroups)
-        if written:
-            progress.warn(
-                "staging rows that differed from what is live (a pass cut short before its "
-                f"LOAD) put back to what is live ({written} statement(s)), nothing loaded"
-            )
+        """Nothing written to ProxySQL, staging included (rule S5: an operator's edit staged
+        during a pause stays his); the counters are saved as if nothing had been loaded. Rows
+        a dead pass left half-written are put back by the next pass that acts (apply)."""
         self._remember(progress, cluster.name, decision.unloaded_memory)
         return self._finish(progress, stop.outcome, stop.reason)
 

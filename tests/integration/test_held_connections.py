@@ -14,7 +14,15 @@ from typing import Any
 
 import pytest
 
-from checker_core.core.model import NodeAddress, Plan, ServerRow, ServerStatus
+from checker_core.core.model import (
+    Change,
+    ChangeKind,
+    NodeAddress,
+    Plan,
+    ServerRow,
+    ServerStatus,
+)
+from checker_core.edges.proxysql import ApplyFailed
 from tests.integration.rig import HG, PassRun, Rig, rows_as_written
 
 pytestmark = [pytest.mark.galera, pytest.mark.proxysql]
@@ -93,11 +101,12 @@ def test_a_writer_decommissioned_while_held_stops_no_pass(
         assert all(r.node != n1 for r in rig.admin.read_rows(HG.all).staging)
 
 
-def test_a_failed_apply_puts_back_intent_not_proxysqls_states(
+def test_a_failed_apply_puts_back_what_it_read_not_proxysqls_states(
     rig: Rig, nodes: list[NodeAddress]
 ) -> None:
-    """What a failed apply restores into mysql_servers: SHUNNED read as the ONLINE row it is,
-    a server ProxySQL keeps only for its clients not at all."""
+    """A staging write ProxySQL refuses, after the removals and demotions went out: the apply
+    puts back the staged rows it read, whatever runtime shows (a shun, a removed server held
+    by a client)."""
     n1, n2, _ = nodes
     checked_passes(rig, 1)
     rig.proxysql.shun(HG.backup_writer, n2.host, n2.port)
@@ -108,12 +117,22 @@ def test_a_failed_apply_puts_back_intent_not_proxysqls_states(
         )
         rig.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
         assert runtime_status(rig, HG.writer, n1) is HARD
-        rig.admin.stage(HG.managed, [])  # a half-write the apply must undo
-        rig.admin._restore_staging(Plan(hostgroups=HG, desired=()))
+        before = rig.staged()
+        # every reader out, then a writer row ProxySQL's CHECK on use_ssl refuses: the last
+        # statement, as an ONLINE writer row always is
+        refused = ServerRow(HG.writer, n2.host, n2.port, weight=500, use_ssl=5)
+        kept = tuple(r for r in before if r.hostgroup_id not in (HG.reader, HG.writer))
+        plan = Plan(
+            hostgroups=HG,
+            desired=(*kept, refused),
+            changes=(Change(ChangeKind.ADD, None, refused, "a test"),),
+            templates=tuple(r for r in before if r.hostgroup_id in HG.templates),
+        )
+        with pytest.raises(ApplyFailed, match="staging failed"):
+            rig.admin.apply(plan, persist=False)
         staged = rig.staged()
+    assert staged == before
     assert all(r.status is ServerStatus.ONLINE for r in staged), staged
-    assert (HG.writer, n1) not in {(r.hostgroup_id, r.node) for r in staged}
-    assert (HG.backup_writer, n2) in {(r.hostgroup_id, r.node) for r in staged}
 
 
 def test_adopt_keeps_templates_an_operator_staged(rig: Rig, nodes: list[NodeAddress]) -> None:

@@ -40,6 +40,9 @@ class MemoryAdmin(AdminClient):
     def read_staging(self, hostgroups: Iterable[int]) -> tuple[ServerRow, ...]:
         return self.read_rows(hostgroups).staging
 
+    def read_whole(self) -> ClusterRows:
+        return ClusterRows(sort_rows(self.runtime.values()), sort_rows(self.staging.values()))
+
     def connections_in_use(self, hostgroups: Iterable[int]) -> dict[tuple[int, NodeAddress], int]:
         return {}
 

@@ -322,26 +322,3 @@ def test_no_path_swallows_the_pass_deadline(tmp_path: Path) -> None:
         w.startswith("the pass took 27") and w.endswith(f"over run.max_runtime_ms ({limit})")
         for w in result.warnings
     ), result.warnings
-
-
-def test_a_paused_pass_puts_back_staging_a_failed_pass_left_half_written(tmp_path: Path) -> None:
-    """A pass that died between writing mysql_servers and its LOAD leaves its plan staged. The
-    next pass repairs it whatever its outcome: paused, it writes staging back to what is live
-    (no LOAD), so an operator's unrelated LOAD cannot make the stale plan live."""
-    live = [*templates(), *steady(N1)]
-    admin = MemoryAdmin(live)
-    runner = galera_runner(tmp_path, **ports(admin, ScriptedProber()))
-    cluster = runner.settings.clusters[0]
-    half = placed(N2, HG.writer)  # a promotion staged, never loaded
-    admin.staging[half.key] = half
-    runner.store.pause(cluster.name, "maintenance")
-    paused = runner.run(cluster, Mode.APPLY)
-    assert paused.outcome is Outcome.PAUSED
-    assert half.key not in admin.staging
-    assert admin.staging == admin.runtime
-    assert "LOAD MYSQL SERVERS TO RUNTIME" not in admin.sent
-    assert any("put back" in w for w in paused.warnings), paused.warnings
-    admin.sent.clear()
-    again = runner.run(cluster, Mode.APPLY)
-    assert again.outcome is Outcome.PAUSED
-    assert not [sql for sql in admin.sent if sql.startswith(("DELETE", "REPLACE"))], "all put back"
