@@ -107,7 +107,7 @@ def test_a_failed_apply_puts_back_what_it_read_not_proxysqls_states(
     """A staging write ProxySQL refuses, after the removals and demotions went out: the apply
     puts back the staged rows it read, whatever runtime shows (a shun, a removed server held
     by a client)."""
-    n1, n2, _ = nodes
+    n1, n2, n3 = nodes
     checked_passes(rig, 1)
     rig.proxysql.shun(HG.backup_writer, n2.host, n2.port)
     with rig.proxysql.hold(HG.writer, n1.host, n1.port):
@@ -117,7 +117,14 @@ def test_a_failed_apply_puts_back_what_it_read_not_proxysqls_states(
         )
         rig.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
         assert runtime_status(rig, HG.writer, n1) is HARD
+        # an operator's edit, staged and not loaded: put back as staged, not as live
+        rig.admin.execute(
+            "UPDATE mysql_servers SET weight = 42 WHERE hostgroup_id = %s AND hostname = %s "
+            "AND port = %s",
+            (HG.reader, n3.host, n3.port),
+        )
         before = rig.staged()
+        assert ServerRow(HG.reader, n3.host, n3.port, weight=42) in before, before
         # every reader out, then a writer row ProxySQL's CHECK on use_ssl refuses: the last
         # statement, as an ONLINE writer row always is
         refused = ServerRow(HG.writer, n2.host, n2.port, weight=500, use_ssl=5)
