@@ -29,7 +29,7 @@ from checker_core.service.board import Board
 from checker_core.service.listener import Listener, ListenError
 from checker_core.service.readiness import ReadinessWatch
 from checker_core.service.sdnotify import Notifier
-from checker_core.service.watch import MAX_NAP_S, BetweenPasses, Trigger
+from checker_core.service.watch import MAX_NAP_S, BetweenPasses, Trigger, answer_budget_s
 from checker_core.service.watch_hub import WatchHub
 from checker_core.settings.config import ConfigError
 
@@ -195,19 +195,13 @@ class _Daemon:
 
     def between_for(self, runner: PassRunner) -> BetweenPasses:
         settings = runner.settings
-        monitor = settings.monitor
-        budget_s = (monitor.connect_timeout_ms + monitor.read_timeout_ms) / 1000
         after_ms = [c.unresponsive_after_ms for c in settings.clusters if c.unresponsive_after_ms]
-        if after_ms:
-            # a question unanswered a quarter of that time starts the pass that counts the
-            # silence from when it was asked (evict_unresponsive_nodes)
-            budget_s = min(budget_s, min(after_ms) / 4000)
         return BetweenPasses(
             runner.prober,
             self.kind.policy,
             question=self.kind.watch,
             watch_interval_ms=settings.run.watch_interval_ms,
-            answer_budget_s=budget_s,
+            answer_budget_s=answer_budget_s(settings.monitor),
             hub=self.hub,
             # a frozen reader stalls a Galera cluster's writes as a frozen writer does
             everyone=bool(after_ms),

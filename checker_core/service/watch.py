@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from checker_core.core.decide import Policy
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure, ProbeResult
+from checker_core.core.settings import Endpoint
 from checker_core.edges.backend import ProbeFn, Prober
 from checker_core.passes.result import PassResult
 from checker_core.service.watch_hub import Watcher, WatchHub
@@ -70,6 +71,15 @@ class Watched:
     node: NodeAddress
     key: object
     writer: bool = True  # a reader is asked too with cluster.evict_unresponsive_nodes
+
+
+def answer_budget_s(monitor: Endpoint) -> float:
+    """How long the watch's question waits for its answer: the monitor's read timeout, the
+    bound the operator set for a node's answer on an open connection. A node that answers
+    within it is never silent to the watch, whatever unresponsive_after_ms says: cutting the
+    question short would close a slow node's connection and count a silence that is only the
+    checker's impatience (the pass would then connect and log in to it afresh, slower still)."""
+    return monitor.read_timeout_ms / 1000
 
 
 def watched_writers(

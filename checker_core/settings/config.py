@@ -613,6 +613,19 @@ def _timing_warnings(monitor: Endpoint, proxysql: Endpoint, run: RunSettings) ->
     return found
 
 
+def _silence_warnings(monitor: Endpoint, clusters: Sequence[ClusterSettings]) -> list[str]:
+    """A member is silent only once it has left a question unanswered for the monitor's read
+    timeout (an answer within it is never silence): a shorter unresponsive_after_ms cannot act
+    sooner than that, and the operator should read so before the day it matters."""
+    return [
+        f"cluster {c.name}: unresponsive_after_ms ({c.unresponsive_after_ms}) is below "
+        f"monitor.read_timeout_ms ({monitor.read_timeout_ms}): a member is silent only after it "
+        "leaves a question unanswered for the read timeout, so it is taken out no sooner"
+        for c in clusters
+        if 0 < c.unresponsive_after_ms < monitor.read_timeout_ms
+    ]
+
+
 def _file_warnings(path: Path, raw: dict[str, Any]) -> tuple[str, ...]:
     inline = any(
         isinstance(raw.get(s), dict) and "password" in raw[s]
@@ -775,5 +788,6 @@ def load(
         node_admin=node_admin,
         warnings=_file_warnings(source, raw)
         + tuple(tls_warnings)
-        + tuple(_timing_warnings(monitor, proxysql_endpoint, run)),
+        + tuple(_timing_warnings(monitor, proxysql_endpoint, run))
+        + tuple(_silence_warnings(monitor, clusters)),
     )

@@ -493,3 +493,19 @@ def test_node_admin_without_a_user_is_one_problem(write_config: WriteConfig) -> 
 def test_eviction_is_galera_only(write_config: WriteConfig) -> None:
     problems = problems_of(write_config(GOOD + "evict_dead_nodes = true\n"), Checker.GR)
     assert problems[0] == "cluster[0].evict_dead_nodes: only galera-checker uses this key"
+
+
+@pytest.mark.parametrize(("after_ms", "warned"), [(500, True), (800, False), (1500, False)])
+def test_an_unresponsive_threshold_below_the_read_timeout_is_said(
+    write_config: WriteConfig, after_ms: int, warned: bool
+) -> None:
+    """A member is silent only after a question goes unanswered for monitor.read_timeout_ms
+    (800 by default): a shorter threshold cannot act sooner, and check-config says so."""
+    text = (
+        GOOD.replace("[run]", '[node_admin]\nuser = "nodeadmin"\npassword_file = "{secret}"\n[run]')
+        + f"evict_unresponsive_nodes = true\nunresponsive_after_ms = {after_ms}\n"
+    )
+    said = [w for w in load(write_config(text), Checker.GALERA, env={}).warnings if "silent" in w]
+    assert bool(said) is warned
+    if warned:
+        assert "unresponsive_after_ms (500) is below monitor.read_timeout_ms (800)" in said[0]
