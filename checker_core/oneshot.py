@@ -105,6 +105,10 @@ def run_passes(
 
     runner = PassRunner(settings, kind, assumed=assumed)
     try:
+        # no alarm ends a scheduler pass: it ends by itself in bounded time because every
+        # socket it opens has a timeout (the admin's bounded by what the pass has left, a
+        # probe's abandoned at the probes' deadline on a daemon thread), and its steps ask the
+        # deadline between them
         return runner.run_all(Mode(mode_name))
     finally:
         runner.close()

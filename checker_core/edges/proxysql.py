@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from checker_core.core.model import (
     sort_rows,
 )
 from checker_core.core.staging import NOTHING_ASIDE, SetAside, left_half_written, set_aside, undone
+from checker_core.edges.deadline import Deadline, PassTimeout
 from checker_core.edges.proxysql_rows import all_rows_as_one_value, rows_as_one_value, unpacked
 
 if TYPE_CHECKING:
@@ -90,15 +92,30 @@ def _select(table: str, count: int, tag: str | None = None) -> str:
 
 
 class AdminClient:
-    """One admin connection. Values always travel as parameters, never inside SQL text."""
+    """One admin connection. Values always travel as parameters, never inside SQL text.
+
+    While a pass holds it (`bound_by`), each statement's read and write timeout is the
+    configured one or what the pass has left, whichever is less, and a statement is never
+    begun once the pass's time is up: a statement the deadline cut short, or one not begun for
+    it, raises PassTimeout here, in the pass's own thread. The one exception is a plan's apply
+    once its staging has begun (see apply)."""
 
     # a plan found already staged, and the staging it was found in: the same objects again (a
     # daemon's steady pass) are staged still, with no sorting or comparing
     _staged_already: tuple[Plan, Sequence[ServerRow]] | None = None
+    # the deadline of the pass that holds this connection (None between passes)
+    _deadline: Deadline | None = None
+    # each statement's read and write timeout when no deadline bounds it (seconds)
+    _timeout_s: float = 0.0
+    # how long the last statement took to answer (seconds): what an apply's round trips cost
+    round_trip_s: float = 0.0
 
-    def __init__(self, conn: pymysql.connections.Connection[Any], where: str) -> None:
+    def __init__(
+        self, conn: pymysql.connections.Connection[Any], where: str, timeout_s: float = 0.0
+    ) -> None:
         self._conn = conn
         self.where = where
+        self._timeout_s = timeout_s
         # each distinct answer row parsed once: the daemon reads the same rows pass after pass
         self._parsed: dict[tuple[object, ...], ServerRow] = {}
         # read_rows' last answer and its rows, by the hostgroups asked
@@ -106,15 +123,21 @@ class AdminClient:
         self._packets: dict[tuple[str, tuple[object, ...]], bytes] = {}
 
     @classmethod
-    def connect(cls, settings: ProxySQLSettings) -> AdminClient:
+    def connect(cls, settings: ProxySQLSettings, deadline: Deadline | None = None) -> AdminClient:
+        """A connection to the admin; `deadline`: the pass's, which bounds the connect and the
+        login (the connection is then bound by it, see bound_by)."""
         from checker_core.edges import driver, tls
 
         pymysql = driver.load()
 
-        from checker_core.edges.lock import PassTimeout
-
         endpoint = settings.endpoint
         where = f"ProxySQL admin {settings.host}:{settings.port}"
+        connect_s = endpoint.connect_timeout_ms / 1000
+        read_s = endpoint.read_timeout_ms / 1000
+        if deadline is not None:
+            if deadline.expired():
+                raise deadline.cut_short(f"{where} not connected")
+            connect_s, read_s = deadline.bound(connect_s), deadline.bound(read_s)
         try:
             conn = tls.connect(
                 endpoint.tls,
@@ -123,9 +146,9 @@ class AdminClient:
                 settings.port,
                 user=endpoint.user,
                 password=endpoint.password.reveal(),
-                connect_timeout=endpoint.connect_timeout_ms / 1000,
-                read_timeout=endpoint.read_timeout_ms / 1000,
-                write_timeout=endpoint.read_timeout_ms / 1000,
+                connect_timeout=connect_s,
+                read_timeout=read_s,
+                write_timeout=read_s,
                 autocommit=None,
             )
         except tls.TlsFileError as exc:
@@ -139,6 +162,11 @@ class AdminClient:
                 raise AdminAccessDenied(
                     f"{where}: access denied for user {endpoint.user!r}"
                 ) from None
+            if deadline is not None and deadline.expired() and _timed_out(exc):
+                raise AdminUnreachable(
+                    f"{where}: no answer before the pass's deadline (run.max_runtime_ms); "
+                    "ProxySQL is hung or proxysql.connect_timeout_ms is too long"
+                ) from None
             if code == _LOST and "timed out" in str(exc):
                 raise AdminUnreachable(
                     f"{where}: connected, but no MySQL greeting within "
@@ -150,16 +178,46 @@ class AdminClient:
         except pymysql.err.MySQLError as exc:
             raise AdminBadEndpoint(_not_mysql(where, exc)) from None
         except OSError as exc:
+            if deadline is not None and deadline.expired() and _timed_out(exc):
+                raise AdminUnreachable(
+                    f"{where}: no answer before the pass's deadline (run.max_runtime_ms); "
+                    "ProxySQL is hung or proxysql.connect_timeout_ms is too long"
+                ) from None
             raise AdminUnreachable(f"{where}: unreachable ({exc})") from None
-        except PassTimeout:
-            raise AdminUnreachable(
-                f"{where}: no answer before the pass's deadline (run.max_runtime_ms); "
-                "ProxySQL is hung or proxysql.connect_timeout_ms is too long"
-            ) from None
         except (ValueError, IndexError, LookupError, struct.error) as exc:
             # PyMySQL parsing a greeting that is not MySQL's
             raise AdminBadEndpoint(_not_mysql(where, exc)) from None
-        return cls(conn, where)
+        client = cls(conn, where, timeout_s=endpoint.read_timeout_ms / 1000)
+        client.bound_by(deadline)
+        return client
+
+    def bound_by(self, deadline: Deadline | None) -> None:
+        """The pass that holds this connection from now on, or None once it is done: its
+        statements are bounded by `deadline` (each one's read and write timeout)."""
+        self._deadline = deadline
+
+    def _begin_statement(self) -> float | None:
+        """Before a statement: PassTimeout when the pass's time is up, else the statement's
+        timeout (None: the configured one, nothing to change)."""
+        deadline = self._deadline
+        if deadline is None:
+            return None
+        if deadline.expired():
+            raise deadline.cut_short()
+        left = deadline.left()
+        return left if left < self._timeout_s else None
+
+    def _statement_timeout(self, bounded: float | None) -> None:
+        """The connection's read and write timeout for the next statement."""
+        if self._timeout_s > 0:
+            _set_timeouts(self._conn, self._timeout_s if bounded is None else bounded)
+
+    def _cut_by_deadline(self, bounded: float | None, exc: BaseException) -> PassTimeout | None:
+        """A statement whose timeout the deadline shortened, and that timed out: the pass's
+        time was up, not the admin's (whose timeout this statement never had in full)."""
+        if bounded is None or self._deadline is None or not _timed_out(exc):
+            return None
+        return self._deadline.cut_short(f"{self.where} gave no answer in the time left")
 
     def close(self) -> None:
         # closing a dead connection must not hide the outcome that made us close it
@@ -179,11 +237,19 @@ class AdminClient:
 
         pymysql = driver.load()
 
+        bounded = self._begin_statement()
+        self._statement_timeout(bounded)
+        began = time.monotonic()
         try:
             with self._conn.cursor() as cur:
                 cur.execute(sql, tuple(params) if params else None)
-                return list(cur.fetchall())
+                found = list(cur.fetchall())
+            self.round_trip_s = time.monotonic() - began
+            return found
         except pymysql.err.OperationalError as exc:
+            cut = self._cut_by_deadline(bounded, exc)
+            if cut is not None:
+                raise cut from None
             code = exc.args[0] if exc.args else 0
             if code in _UNREACHABLE_CODES:
                 raise AdminUnreachable(f"{self.where}: connection lost ({_reason(exc)})") from None
@@ -191,6 +257,9 @@ class AdminClient:
         except pymysql.err.MySQLError as exc:
             raise AdminQueryFailed(f"{self.where}: {_reason(exc)}") from None
         except OSError as exc:
+            cut = self._cut_by_deadline(bounded, exc)
+            if cut is not None:
+                raise cut from None
             raise AdminUnreachable(f"{self.where}: connection lost ({exc})") from None
 
     # ------------------------------------------------------------ reads
@@ -242,14 +311,21 @@ class AdminClient:
         if packet is None:
             # the same question every pass, on this one connection: escaped once
             packet = self._packets[key] = wire.statement(conn, sql, tuple(params))[1]
+        bounded = self._begin_statement()
+        self._statement_timeout(bounded)
+        began = time.monotonic()
         try:
             buf, answer = answer_bytes(sock, packet, last)
         except OSError as exc:
+            cut = self._cut_by_deadline(bounded, exc)
+            if cut is not None:
+                raise cut from None
             raise AdminUnreachable(f"{self.where}: connection lost ({exc})") from None
         except wire.ProtocolError as exc:
             raise AdminUnreachable(f"{self.where}: connection lost ({exc})") from None
         except Exception as exc:  # a lost connection, as PyMySQL says it
             raise AdminUnreachable(f"{self.where}: connection lost ({_reason(exc)})") from None
+        self.round_trip_s = time.monotonic() - began
         if answer is None:
             return buf, None  # the answer of last time, whole: nothing to decode
         first = wire.decoded(conn, answer[0])
@@ -341,6 +417,35 @@ class AdminClient:
         return ClusterRows(runtime=sort_rows(runtime), staging=sort_rows(staging))
 
     def apply(
+        self,
+        plan: Plan,
+        persist: bool,
+        staging_seen: Sequence[ServerRow] | None = None,
+        *,
+        save_owed: bool = False,
+        on_load: Callable[[], None] | None = None,
+        warn: Callable[[str], None] | None = None,
+        reconnect: Callable[[], AdminClient] | None = None,
+    ) -> ApplyResult:
+        """The plan made live (see _apply). Once begun it runs to its LOAD (and SAVE) with each
+        statement bounded by proxysql.read_timeout_ms alone, not by the pass's deadline: a pass
+        stopped between its staging writes and its LOAD would leave a half-written plan staged
+        for anyone's LOAD to make live. The runner begins it only with time enough left."""
+        deadline, self._deadline = self._deadline, None
+        try:
+            return self._apply(
+                plan,
+                persist,
+                staging_seen,
+                save_owed=save_owed,
+                on_load=on_load,
+                warn=warn,
+                reconnect=reconnect,
+            )
+        finally:
+            self._deadline = deadline
+
+    def _apply(
         self,
         plan: Plan,
         persist: bool,
@@ -580,6 +685,33 @@ _IN_STEP = (AdminQueryFailed, BadRow, ApplyFailed)
 
 def _say_nothing(_text: str) -> None:
     return None
+
+
+def _set_timeouts(conn: pymysql.connections.Connection[Any], seconds: float) -> None:
+    """The read and write timeout of `conn`'s next statement. PyMySQL takes them only at
+    connect and has no setter: it keeps them in `_read_timeout` / `_write_timeout` and sets its
+    socket's timeout from them before each read or write (tracking what it set last in
+    `_current_timeout`). The socket is set here too, for the answers this module reads on it
+    itself (_one_value). The one place that touches these private attributes."""
+    conn._read_timeout = seconds  # type: ignore[attr-defined]
+    conn._write_timeout = seconds  # type: ignore[attr-defined]
+    sock = getattr(conn, "_sock", None)
+    if sock is not None and getattr(conn, "_current_timeout", None) != seconds:
+        sock.settimeout(seconds)
+        conn._current_timeout = seconds  # type: ignore[attr-defined]
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a failure was a timeout: the socket's own, or PyMySQL's word for it (it wraps
+    the socket's error in OperationalError, keeping it as the context)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, TimeoutError):
+            return True
+        current = current.__cause__ or current.__context__
+    return "timed out" in str(exc)
 
 
 def _not_mysql(where: str, exc: BaseException) -> str:

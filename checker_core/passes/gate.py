@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 # a pass that reaches its probes with less than this share of their time left probes nobody
 MIN_PROBE_SHARE_LEFT = 0.5
 ACCESS_DENIED = "(error 1045)"
+# an apply reads staging before it writes and reads it back after (and once more for templates)
+APPLY_READS = 3
+APPLY_MARGIN = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,13 @@ def probe_time_left(started: float, now: float, run: RunSettings) -> Stop | None
         f"({run.max_runtime_ms}), leaving {max(0.0, left) * 1000:.0f} ms to probe; "
         "nothing changed",
     )
+
+
+def apply_time_s(statements: int, round_trip_s: float) -> float:
+    """The time an apply of `statements` statements needs before it begins (seconds): besides
+    them, the staging read before they are written and the read-back after, each at the
+    admin's last measured round trip, twice over (a LOAD costs ProxySQL more than a read)."""
+    return (statements + APPLY_READS) * round_trip_s * APPLY_MARGIN
 
 
 def monitor_refused(probes: Mapping[NodeAddress, ProbeResult], user: str) -> Stop | None:

@@ -14,7 +14,7 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -23,7 +23,8 @@ from checker_core.core.hysteresis import with_silence
 from checker_core.core.model import BadInput, NodeAddress
 from checker_core.core.probes import ProbeFailure
 from checker_core.edges.backend import Prober
-from checker_core.edges.lock import PassTimeout, cluster_lock, deadline
+from checker_core.edges.deadline import Deadline, PassTimeout
+from checker_core.edges.lock import cluster_lock
 from checker_core.edges.memory import StateStore
 from checker_core.edges.proxysql import (
     AdminAccessDenied,
@@ -60,10 +61,11 @@ class PassRunner:
     """Runs passes for every configured cluster; keeps connections when persistent (daemon).
 
     Its ports are given here, never set afterwards: `connect_admin` opens a connection to
-    ProxySQL's admin, `new_prober` makes the prober of a runner's settings, `clock` times what
-    a pass keeps (drains, streaks, queue samples) and `monotonic` its own deadlines; both
-    monotonic, so a wall-clock step never stretches a drain or a hysteresis. `assumed`: the
-    failures a what-if dry-run assumes (run --dry-run --assume-down ...).
+    ProxySQL's admin (within a pass's deadline, when given one), `new_prober` makes the prober
+    of a runner's settings, `clock` times what a pass keeps (drains, streaks, queue samples)
+    and `monotonic` its own deadlines; both monotonic, so a wall-clock step never stretches a
+    drain or a hysteresis. `assumed`: the failures a what-if dry-run assumes (run --dry-run
+    --assume-down ...).
     """
 
     def __init__(
@@ -74,7 +76,7 @@ class PassRunner:
         *,
         store: StateStore | None = None,
         write_gate: threading.Lock | None = None,
-        connect_admin: Callable[[Settings], AdminClient] | None = None,
+        connect_admin: Callable[[Settings, Deadline | None], AdminClient] | None = None,
         new_prober: Callable[[Settings], Prober] | None = None,
         clock: Callable[[], float] = time.monotonic,
         monotonic: Callable[[], float] = time.monotonic,
@@ -181,12 +183,16 @@ class PassRunner:
         self, cluster: ClusterSettings, mode: Mode, progress: PassProgress
     ) -> PassResult:
         """The pass under its deadline, with every failure turned into an outcome made from what
-        the pass had done: one whose LOAD went out reports the change, whatever came after."""
-        budget_ms = self.settings.run.max_runtime_ms
+        the pass had done: one whose LOAD went out reports the change, whatever came after.
+
+        The deadline is a value the pass keeps and hands down, never an interruption: the steps
+        ask it between them, and every wait and I/O of the pass takes its timeout from what is
+        left (PassTimeout is raised by the pass's own code, and caught here)."""
+        deadline = Deadline.of_pass(
+            progress.started, self.settings.run.max_runtime_ms, self.monotonic
+        )
         try:
-            left = budget_ms / 1000 - (self.monotonic() - progress.started)
-            with deadline(max(0.001, left), budget_ms):
-                return self._pass(cluster, mode, progress)
+            return self._pass(cluster, mode, progress, deadline)
         except (BadInput, AdminAccessDenied) as exc:
             return self._finish(progress, Outcome.BAD_INPUT, f"bad input, nothing changed: {exc}")
         except ApplyFailed as exc:
@@ -205,11 +211,18 @@ class PassRunner:
             if progress.loaded:
                 return self._loaded_then_failed(cluster, progress, failure)
             return self._finish(progress, Outcome.FAILED, f"{failure}; nothing loaded")
+        finally:
+            if self._admin is not None:
+                self._admin.bound_by(None)  # between passes, nobody's deadline
 
-    def _pass(self, cluster: ClusterSettings, mode: Mode, progress: PassProgress) -> PassResult:
-        """One pass, as the steps it takes; a step of the gate that says stop ends it there."""
+    def _pass(
+        self, cluster: ClusterSettings, mode: Mode, progress: PassProgress, deadline: Deadline
+    ) -> PassResult:
+        """One pass, as the steps it takes; a step of the gate that says stop ends it there, and
+        so does the deadline, asked between the steps (deadline.check)."""
         cluster = self._pinned(cluster)
-        read = self._read(cluster, progress)
+        deadline.check()
+        read = self._read(cluster, progress, deadline)
         stop = gate.no_roster(len(read.view.roster.nodes), cluster.hostgroups.all)
         run = self.settings.run
         stop = stop or gate.probe_time_left(progress.started, self.monotonic(), run)
@@ -219,7 +232,9 @@ class PassRunner:
         # these questions then cost the pass no wait of their own
         self.facts.refuse_native_manager(read.admin, cluster)
         listed = self.facts.listed_peers(read.admin)
+        deadline.check()
         probes = self._probe(read, cluster)
+        deadline.check()
         stop = gate.monitor_refused(probes, self.settings.monitor.user)
         if stop is not None:
             return self._finish(progress, stop.outcome, stop.reason)
@@ -229,17 +244,20 @@ class PassRunner:
             # no LOAD, no staging repair, no counter saved: the pass saw nothing to act on
             return self._finish(progress, stop.outcome, stop.reason)
         save_owed = self._plan(cluster, read, decision, progress)
+        deadline.check()
         leadership = self._lead(read.admin, listed, decision, mode, progress)
         if mode is not Mode.APPLY:
             self._act_on_nodes(progress, cluster, acting=False)
             return self._finish(progress, Outcome.PLANNED, "planned")
+        deadline.check()
         paused = self.store.paused(cluster.name)
         stop = gate.may_apply(leadership, decision.plan.needs_load, paused)
-        with self.write_gate:
+        with self._write_gate(deadline):
             if stop is None and listed and decision.plan.needs_load:
                 stop = self.facts.second_taken(read.admin)
             if stop is not None:
                 return self._hold(cluster, read, decision, stop, progress)
+            self._time_to_apply(deadline, read.admin, progress)
             # the plan made live (S2): staged, read back, one LOAD, then SAVE when persisting
             applied = read.admin.apply(
                 decision.plan,
@@ -248,7 +266,7 @@ class PassRunner:
                 save_owed=save_owed,
                 on_load=progress.mark_loaded,
                 warn=progress.warn,
-                reconnect=functools.partial(self._connect_admin, self.settings),
+                reconnect=functools.partial(self._connect_admin, self.settings, None),
             )
             progress.applied = applied
         self._after_apply(cluster, read, decision, applied, progress, save_owed=save_owed)
@@ -270,7 +288,9 @@ class PassRunner:
         pinned = self.store.writer_pin(cluster.name) if cluster.preferred_writer is None else None
         return cluster if pinned is None else replace(cluster, preferred_writer=pinned)
 
-    def _read(self, cluster: ClusterSettings, progress: PassProgress) -> PassRead:
+    def _read(
+        self, cluster: ClusterSettings, progress: PassProgress, deadline: Deadline
+    ) -> PassRead:
         """The remembered counters and ProxySQL's rows of the cluster. A roster rarely changes
         between passes: the last one (the daemon's, or the nodes the state file remembers) is
         probed while ProxySQL is reached and its rows are read, so a steady pass costs the
@@ -281,7 +301,7 @@ class PassRunner:
         early = self._last_roster.get(cluster.name, ()) if self.persistent else tuple(memory)
         probe_deadline = progress.started + self.settings.run.probe_budget_ms / 1000
         pending = self.prober.start(early, probe_deadline) if early else None
-        admin = self.admin()
+        admin = self.admin(deadline)
         rows = admin.read_rows(cluster.hostgroups.all)
         view = self._kept.view(rows, cluster) if self._kept else view_of(rows, cluster)
         if self.persistent:
@@ -491,10 +511,41 @@ class PassRunner:
 
     # ------------------------------------------------------------ what the steps share
 
-    def admin(self) -> AdminClient:
+    def admin(self, deadline: Deadline | None = None) -> AdminClient:
+        """The connection to ProxySQL's admin, opened when there is none; `deadline`: the pass
+        that uses it now (None: outside any pass), which bounds its connect and statements."""
         if self._admin is None:
-            self._admin = self._connect_admin(self.settings)
+            self._admin = self._connect_admin(self.settings, deadline)
+        self._admin.bound_by(deadline)
         return self._admin
+
+    @contextlib.contextmanager
+    def _write_gate(self, deadline: Deadline) -> Iterator[None]:
+        """This ProxySQL's write gate, waited for no longer than the pass has left (another
+        cluster's apply may hold it)."""
+        if not self.write_gate.acquire(timeout=deadline.left()):
+            raise deadline.cut_short("another cluster's pass held this ProxySQL's write gate")
+        try:
+            yield
+        finally:
+            self.write_gate.release()
+
+    def _time_to_apply(
+        self, deadline: Deadline, admin: AdminClient, progress: PassProgress
+    ) -> None:
+        """An apply, once begun, runs to its LOAD (AdminClient.apply): it is begun only with
+        time left for all its round trips at the admin's last measured one (gate.apply_time_s)."""
+        if not progress.statements:
+            return  # nothing to write: the apply costs no round trip
+        deadline.check()
+        needed = gate.apply_time_s(len(progress.statements), admin.round_trip_s)
+        left = deadline.left()
+        if left < needed:
+            raise deadline.cut_short(
+                f"{left * 1000:.0f} ms left, and its {len(progress.statements)} statement(s) "
+                f"need about {needed * 1000:.0f} ms at {admin.round_trip_s * 1000:.1f} ms a "
+                "round trip"
+            )
 
     def drop_admin(self) -> None:
         if self._admin is not None:
@@ -540,8 +591,8 @@ class PassRunner:
         return self._finish(progress, Outcome.CHANGED, Outcome.CHANGED.label)
 
 
-def _connect_admin(settings: Settings) -> AdminClient:
-    return AdminClient.connect(settings.proxysql)
+def _connect_admin(settings: Settings, deadline: Deadline | None) -> AdminClient:
+    return AdminClient.connect(settings.proxysql, deadline)
 
 
 def _new_prober(kind: CheckerKind, persistent: bool, settings: Settings) -> Prober:

@@ -3,7 +3,9 @@ as told, and the constructor arguments that give them to a PassRunner."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import contextlib
+import socket
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, cast
 
 from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, sort_rows
@@ -72,6 +74,31 @@ class MemoryAdmin(AdminClient):
         pass
 
 
+@contextlib.contextmanager
+def hung_admin(timeout_s: float = 30.0) -> Iterator[AdminClient]:
+    """A real AdminClient on a connection whose ProxySQL never answers (hung, or its answer
+    stuck in a slow network): a read on it ends only by its timeout. `timeout_s`: its
+    proxysql.read_timeout_ms."""
+    import pymysql
+
+    ours, theirs = socket.socketpair()
+    conn = pymysql.connections.Connection(
+        defer_connect=True, read_timeout=timeout_s, write_timeout=timeout_s
+    )
+    # what connect() would have set up on a socket of its own
+    conn._sock = ours  # type: ignore[attr-defined]
+    conn._rfile = ours.makefile("rb")  # type: ignore[attr-defined]
+    conn._next_seq_id = 0  # type: ignore[attr-defined]
+    conn._closed = False  # type: ignore[attr-defined]
+    ours.settimeout(timeout_s)
+    conn._current_timeout = timeout_s  # type: ignore[attr-defined]
+    try:
+        yield AdminClient(conn, "hung admin", timeout_s=timeout_s)
+    finally:
+        ours.close()
+        theirs.close()
+
+
 class HealthyProber:
     def start(self, nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
         pending = PendingProbes(tuple(nodes), 0.0)
@@ -109,7 +136,9 @@ def ports(
     given: dict[str, Any] = {}
     if admin is not None:
         connect = admin if callable(admin) and not isinstance(admin, AdminClient) else None
-        given["connect_admin"] = (lambda _s: connect()) if connect else (lambda _s: admin)
+        given["connect_admin"] = (
+            (lambda _s, _d=None: connect()) if connect else (lambda _s, _d=None: admin)
+        )
     if prober is not None:
         given["new_prober"] = lambda _s: cast(Prober, prober)
     if clock is not None:

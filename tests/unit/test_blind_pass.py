@@ -181,6 +181,11 @@ class FakeAdmin:
         self.applied.append(args)
         raise AssertionError("a blind pass applied a plan")
 
+    round_trip_s = 0.0
+
+    def bound_by(self, deadline: object) -> None:
+        pass  # instant: no deadline to keep
+
     def close(self) -> None:
         pass
 

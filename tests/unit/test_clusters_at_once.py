@@ -15,12 +15,13 @@ from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
 from checker_core.core.settings import Settings
 from checker_core.edges.backend import PendingProbes, Prober
+from checker_core.edges.deadline import Deadline
 from checker_core.edges.proxysql import LOAD_SERVERS, AdminClient
 from checker_core.passes.result import Mode, Outcome, PassResult
 from checker_core.passes.runner import PassRunner
 from tests.lab.process import wait_until
 from tests.unit.config_cases import galera_kind, galera_settings
-from tests.unit.fakes import HealthyProber, MemoryAdmin
+from tests.unit.fakes import HealthyProber, MemoryAdmin, hung_admin
 from tests.unit.galera_cases import HG, N1, N2, NODES, probe_down, probe_ok, steady, templates
 
 RELEASE_TIMEOUT_S = 30.0
@@ -59,14 +60,6 @@ class WriterDownProber(HealthyProber):
         return pending
 
 
-class SlowAdmin(MemoryAdmin):
-    """A ProxySQL whose reads never end (Python-level waits, as a blocked read's timeout)."""
-
-    def read_rows(self, hostgroups: Any) -> Any:
-        while True:
-            time.sleep(0.01)
-
-
 def two_clusters(
     tmp_path: Path,
     max_runtime_ms: int = 60000,
@@ -88,7 +81,7 @@ def two_clusters(
     )
     overlap = overlap or MemoryAdmin([])
 
-    def connect_admin(given: Settings) -> AdminClient:
+    def connect_admin(given: Settings, deadline: Deadline | None = None) -> AdminClient:
         if len(given.clusters) > 1:
             return overlap
         return (admins or {})[given.clusters[0].name]
@@ -135,17 +128,17 @@ def test_a_cluster_whose_nodes_hang_does_not_hold_up_another_clusters_failover(
 
 
 def test_a_pass_on_a_thread_of_its_own_is_cut_short_at_its_deadline(tmp_path: Path) -> None:
-    slow = SlowAdmin([*templates(), *steady(N1)])
     fine = MemoryAdmin([*templates(), *steady(N1)])
-    runner = two_clusters(
-        tmp_path,
-        max_runtime_ms=300,
-        admins={"main": slow, "other": fine},
-        probers={"main": HealthyProber(), "other": HealthyProber()},
-    )
+    with hung_admin() as slow:
+        runner = two_clusters(
+            tmp_path,
+            max_runtime_ms=300,
+            admins={"main": slow, "other": fine},
+            probers={"main": HealthyProber(), "other": HealthyProber()},
+        )
 
-    thread, results = run_in_background(runner)
-    thread.join(RELEASE_TIMEOUT_S)
+        thread, results = run_in_background(runner)
+        thread.join(RELEASE_TIMEOUT_S)
 
     (passes,) = results
     cut, done = passes

@@ -22,7 +22,7 @@ from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, ServerStatus, sort_rows
 from checker_core.core.roster import roster_templates
 from checker_core.core.staging import set_aside
-from checker_core.edges.lock import PassTimeout
+from checker_core.edges.deadline import PassTimeout
 from checker_core.edges.proxysql import (
     LOAD_SERVERS,
     SAVE_SERVERS,

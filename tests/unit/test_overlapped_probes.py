@@ -52,6 +52,11 @@ class RecordingAdmin:
         self.events.append(f"apply {changed}")
         return ApplyResult(staged=changed, loaded=plan.needs_load, saved=False)
 
+    round_trip_s = 0.0
+
+    def bound_by(self, deadline: object) -> None:
+        pass  # instant: no deadline to keep
+
     def close(self) -> None:
         pass
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from checker_core.core.leadership import ALONE, Role
 from checker_core.core.model import ServerRow, ServerStatus, sort_rows
-from checker_core.edges.lock import PassTimeout
+from checker_core.edges.deadline import PassTimeout
 from checker_core.edges.proxysql import (
     LOAD_SERVERS,
     AdminQueryFailed,
