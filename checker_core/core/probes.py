@@ -2,10 +2,12 @@
 the checker could see at all. Pure.
 
 A probe that got a definite answer (facts, a refused connection, an error from the server) is
-evidence about the node. Silence (no answer before the pass deadline, a connect or read timeout)
-is evidence about the node only when the checker could hear the others: when most nodes are
-silent in the same pass, the silence says more about the checker (starved of CPU, a cold start,
-its own network) than about the cluster, and acting on it would take healthy nodes out.
+evidence about the node. Silence (a connect or read timeout) is evidence about the node only
+when the node had its whole configured timeout (`whole_timeout`: a probe the pass's deadline
+cut short first is unheard, not silent), and only when the checker could hear the others: when
+most nodes are silent in the same pass, the silence says more about the checker (starved of
+CPU, a cold start, its own network) than about the cluster, and acting on it would take healthy
+nodes out.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ class ProbeFailure(enum.Enum):
     UNHEARD = (
         "unheard",
         "the checker's own lateness (short of CPU: its probe started late, or the answer waited "
-        "unread): says nothing of the node, never counted against it",
+        "unread; or the pass's deadline came before the node had its whole configured timeout): "
+        "says nothing of the node, never counted against it",
     )
     ERROR = ("error", "the server answered with an error (access denied, too many connections)")
     REFUSED = ("refused", "nothing listens on the port: the server is not running")
@@ -54,6 +57,40 @@ class ProbeResult:
         if self.answered:
             return None
         return self.failure or ProbeFailure.ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeTimeouts:
+    """The monitor's configured timeouts (seconds): what a node is given to answer."""
+
+    connect_s: float
+    read_s: float
+
+
+def whole_timeout(
+    timeouts: ProbeTimeouts,
+    ended: float,
+    *,
+    connecting_since: float | None = None,
+    asked_at: float | None = None,
+) -> str | None:
+    """Whether a probe that got no answer by `ended` (when the pass stopped waiting for it) gave
+    the node its whole configured timeout: None when it did (its silence is the node's), else
+    why it is unheard. `asked_at`: when its question was written on an open connection (the
+    last one, when a probe asks more than once); `connecting_since`: when its connect began
+    (connect and login), for a probe that had no connection yet. Times on one monotonic clock."""
+    if asked_at is not None:
+        had, limit, key = ended - asked_at, timeouts.read_s, "monitor.read_timeout_ms"
+    elif connecting_since is not None:
+        had, limit, key = ended - connecting_since, timeouts.connect_s, "monitor.connect_timeout_ms"
+    else:
+        return "not heard: its probe had not begun by the pass's deadline"
+    if had >= limit:
+        return None
+    return (
+        f"not heard: cut short by the pass's deadline after {max(0.0, had) * 1000:.0f} ms of "
+        f"{key} {limit * 1000:.0f}"
+    )
 
 
 def unreachable(node: NodeAddress, probe: ProbeResult | None) -> Verdict:
@@ -125,8 +162,8 @@ def sight_of(probes: Mapping[NodeAddress, ProbeResult], nodes: Iterable[NodeAddr
         return PassSight(
             Sight.CLEAR,
             unheard,
-            f"{len(unheard)} node(s) unheard for the checker's own lateness (short of CPU); "
-            "they keep their place",
+            f"{len(unheard)} node(s) unheard for the checker's own lateness (short of CPU, or "
+            "cut short by the pass's deadline); they keep their place",
         )
     return CLEAR
 

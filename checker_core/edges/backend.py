@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from checker_core.core.model import NodeAddress
-from checker_core.core.probes import ProbeFailure, ProbeResult
+from checker_core.core.probes import ProbeFailure, ProbeResult, ProbeTimeouts, whole_timeout
 from checker_core.edges import driver, tls
 from checker_core.edges.failures import describe_error, failure_of
 
@@ -64,6 +64,9 @@ class Prober:
         # each node's last answer on its open connection: the same bytes are not read again
         self._memo: dict[tuple[NodeAddress, str], Remembered] = {}
         self._memo_lock = threading.Lock()
+        self.timeouts = ProbeTimeouts(
+            monitor.connect_timeout_ms / 1000, monitor.read_timeout_ms / 1000
+        )
 
     def _connect(
         self, node: NodeAddress, connect_timeout: float
@@ -129,18 +132,31 @@ class Prober:
         if flight is not None:
             flight.begun = started
         conn = self._take(node)
+        connect_s, shortened = self.timeouts.connect_s, False
         try:
             if conn is None:
                 remaining = max(0.05, deadline - started)
-                conn = self._connect(node, min(self._monitor.connect_timeout_ms / 1000, remaining))
+                shortened = remaining < connect_s
+                conn = self._connect(node, min(connect_s, remaining))
             if flight is not None:
                 flight.conn = conn
+                flight.asked = time.monotonic()
             facts = (probe or self._probe)(conn)
         except Exception as exc:  # every failure of a probe is data about the node
             if conn is not None:
                 _close(conn)
-            elapsed = (time.monotonic() - started) * 1000
-            return ProbeResult(node, None, describe_error(exc), elapsed, failure_of(exc))
+            ended = time.monotonic()
+            elapsed = (ended - started) * 1000
+            failure = failure_of(exc)
+            cut = (
+                whole_timeout(self.timeouts, ended, connecting_since=started)
+                if shortened and conn is None and failure is ProbeFailure.SILENT
+                else None
+            )
+            if cut is not None:
+                # a connect timeout the deadline shortened: the node never had its own
+                return ProbeResult(node, None, cut, elapsed, ProbeFailure.UNHEARD)
+            return ProbeResult(node, None, describe_error(exc), elapsed, failure)
         self._give_back(node, conn)
         return ProbeResult(node, facts, None, (time.monotonic() - started) * 1000)
 
@@ -174,7 +190,7 @@ class Prober:
         """Probes of `nodes` under way; their results are gathered by PendingProbes.collect.
         A node with an open connection is asked on it at once; the others get a thread."""
         question = probe or self._probe
-        pending = PendingProbes(tuple(nodes), time.monotonic())
+        pending = PendingProbes(tuple(nodes), time.monotonic(), self.timeouts)
         open_conns = self._take_for_exchange(pending.nodes, question)
         for node in pending.nodes:
             conn = open_conns.get(node)
@@ -338,14 +354,16 @@ class OpenAsk:
 
 
 class Flight:
-    """How far one probe got: when its thread began, and its connection once it had one. The
-    probe's thread writes it; a collector whose deadline came first reads it."""
+    """How far one probe got: when its thread began (its connect, when it had no connection),
+    its connection once it had one and when it asked its question on it. The probe's thread
+    writes it; a collector whose deadline came first reads it."""
 
-    __slots__ = ("begun", "conn")
+    __slots__ = ("asked", "begun", "conn")
 
     def __init__(self) -> None:
         self.begun: float | None = None
         self.conn: pymysql.connections.Connection[Any] | None = None
+        self.asked: float | None = None
 
 
 # while threads' probes are out beside the exchange's, their queue is looked at this often
@@ -356,11 +374,19 @@ LATE_WAKE_SHARE = 0.1
 
 
 class PendingProbes:
-    """Probes started together; collect() waits for them up to the deadline."""
+    """Probes started together; collect() waits for them up to the deadline. `timeouts`: the
+    monitor's, which a node must have had in full for its silence to count (None: a fake's
+    results, put in whole)."""
 
-    def __init__(self, nodes: tuple[NodeAddress, ...], started: float) -> None:
+    def __init__(
+        self,
+        nodes: tuple[NodeAddress, ...],
+        started: float,
+        timeouts: ProbeTimeouts | None = None,
+    ) -> None:
         self.nodes = nodes
         self.started = started
+        self.timeouts = timeouts
         # how far each thread's probe got, made as it is first asked for
         self.flights: defaultdict[NodeAddress, Flight] = defaultdict(Flight)
         self.exchange: Exchange | None = None  # the nodes asked on their open connections
@@ -419,14 +445,16 @@ class PendingProbes:
             self._take_in(done, (result,), missing)
         woke = time.monotonic()
         # what came in while this thread waited for the CPU came in time
+        asked: dict[NodeAddress, float] = {}
         if exchange is not None:
             self._take_in(done, exchange.step(0), missing)
+            asked = exchange.asked_at()
             exchange.abandon()
         self._drain(done, missing)
         waited = (woke - self.started) * 1000
         for node in wanted:
             if node not in done:
-                own = self.own_lateness(node, ends, woke)
+                own = self.own_lateness(node, ends, woke) or self.cut_short(node, woke, asked)
                 said = (
                     f"no answer in {waited:.0f} ms (silent for unresponsive_after_ms by then)"
                     if ends < deadline
@@ -457,6 +485,23 @@ class PendingProbes:
         with contextlib.suppress(queue.Empty):
             while True:
                 self._take_in(done, (self.results.get_nowait(),), missing)
+
+    def cut_short(
+        self, node: NodeAddress, ended: float, asked: Mapping[NodeAddress, float]
+    ) -> str | None:
+        """Why a probe still out when the pass stopped waiting (`ended`) says nothing of its node:
+        the node had not had its whole configured timeout (core.probes.whole_timeout). None when
+        it had, or when the timeouts are not known."""
+        if self.timeouts is None:
+            return None
+        if node in self.exchanged:
+            # written on its open connection; one never written failed at once, a result
+            at = asked.get(node)
+            return None if at is None else whole_timeout(self.timeouts, ended, asked_at=at)
+        flight = self.flights[node]
+        return whole_timeout(
+            self.timeouts, ended, connecting_since=flight.begun, asked_at=flight.asked
+        )
 
     def own_lateness(self, node: NodeAddress, deadline: float, woke: float) -> str | None:
         """Why a probe still out at the deadline says nothing of its node: the checker itself

@@ -53,6 +53,7 @@ def forget(
 
 class _Flight:
     __slots__ = (
+        "asked_at",
         "buf",
         "conn",
         "fd",
@@ -82,6 +83,7 @@ class _Flight:
         self.buf = b""
         self.rounds = 0
         self.sent_at = now
+        self.asked_at = now  # when its last question was written
 
 
 def can_exchange(conn: Any, question: object) -> bool:
@@ -144,6 +146,10 @@ class Exchange:
                 done.append(result)
         return done
 
+    def asked_at(self) -> dict[NodeAddress, float]:
+        """When the question each node still owes an answer to was written (its last round's)."""
+        return {f.node: f.asked_at for f in self._flying.values()}
+
     def fds(self) -> tuple[int, ...]:
         """The connections awaiting an answer, for a caller that polls them with others."""
         return tuple(self._flying)
@@ -174,6 +180,7 @@ class Exchange:
         flight.text, packet = _packet(flight.question, flight.conn)
         flight.rounds += 1
         flight.buf = b""
+        flight.asked_at = self._monotonic()
         try:
             sent = flight.sock.send(packet) if flight.tls else os.write(flight.fd, packet)
         except (BlockingIOError, ssl.SSLWantWriteError):

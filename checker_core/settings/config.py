@@ -586,12 +586,19 @@ def _timing_warnings(monitor: Endpoint, proxysql: Endpoint, run: RunSettings) ->
     operator reads "pass cut short" instead of the timeout they set."""
     found = []
     probe_budget = run.probe_budget_ms
-    if monitor.connect_timeout_ms > probe_budget:
-        found.append(
-            f"monitor.connect_timeout_ms ({monitor.connect_timeout_ms}) is above the probes' "
-            f"share of run.max_runtime_ms ({probe_budget:.0f} of {run.max_runtime_ms}): a node "
-            "that does not answer is cut off by the pass's deadline, not by this timeout"
-        )
+    for key, timeout, what in (
+        ("connect_timeout_ms", monitor.connect_timeout_ms, "a connect"),
+        ("read_timeout_ms", monitor.read_timeout_ms, "a question"),
+    ):
+        if timeout >= probe_budget:
+            # a node's silence counts only after its whole timeout (core.probes.whole_timeout)
+            found.append(
+                f"monitor.{key} ({timeout}) is not below the probes' share of "
+                f"run.max_runtime_ms ({probe_budget:.0f} of {run.max_runtime_ms}): a node that "
+                f"does not answer {what} is cut off by the pass's deadline before this timeout, "
+                "so a pass never judges it silent, only unheard (it keeps its place): a dead or "
+                "frozen node is not taken out"
+            )
     probe = monitor.connect_timeout_ms + monitor.read_timeout_ms
     if probe > run.max_runtime_ms:
         found.append(

@@ -301,7 +301,15 @@ def test_timeouts_that_cannot_fit_warn(write_config: WriteConfig) -> None:
     text = text.replace('password = "admin-pw"', 'password = "admin-pw"\nconnect_timeout_ms = 1000')
     warnings = load(write_config(text), Checker.GALERA, env={}).warnings
     assert any(
-        w.startswith("monitor.connect_timeout_ms (900) is above the probes'") for w in warnings
+        w.startswith("monitor.connect_timeout_ms (900) is not below the probes'")
+        and w.endswith(
+            "so a pass never judges it silent, only unheard (it keeps its place): a "
+            "dead or frozen node is not taken out"
+        )
+        for w in warnings
+    )
+    assert any(
+        w.startswith("monitor.read_timeout_ms (800) is not below the probes'") for w in warnings
     )
     assert any(
         w.startswith("monitor.connect_timeout_ms + monitor.read_timeout_ms (1700)")

@@ -12,16 +12,20 @@ from typing import Any
 
 import pytest
 
-from checker_core.core.probes import ProbeFailure, ProbeResult
+from checker_core.core.probes import ProbeFailure, ProbeResult, ProbeTimeouts
 from checker_core.core.verdict import State
 from checker_core.edges.backend import PendingProbes
 from tests.unit.galera_cases import HG, N1, N2, hostgroup_members, probe_ok, run, steady
 
 WINDOW_S = 0.05
+# the monitor's timeouts by default: far longer than the window these tests give the probes
+DEFAULTS = ProbeTimeouts(connect_s=0.5, read_s=0.8)
+# timeouts that fit inside the window: a node still silent at its end had them in full
+FITTING = ProbeTimeouts(connect_s=0.01, read_s=0.01)
 
 
-def pending_for(*nodes: Any) -> PendingProbes:
-    return PendingProbes(tuple(nodes), time.monotonic())
+def pending_for(*nodes: Any, timeouts: ProbeTimeouts = DEFAULTS) -> PendingProbes:
+    return PendingProbes(tuple(nodes), time.monotonic(), timeouts)
 
 
 class SocketConn:
@@ -41,17 +45,37 @@ def socket_pair() -> Iterator[tuple[socket.socket, socket.socket]]:
         theirs.close()
 
 
-def test_a_probe_that_went_out_at_once_and_got_nothing_is_silent(
+@pytest.mark.parametrize(
+    ("timeouts", "failure", "said"),
+    [
+        (FITTING, ProbeFailure.SILENT, "no answer within the pass deadline"),
+        (
+            DEFAULTS,
+            ProbeFailure.UNHEARD,
+            "ms of monitor.read_timeout_ms 800",
+        ),
+    ],
+    ids=["timeout-fits", "timeout-longer-than-the-window"],
+)
+def test_a_probe_that_went_out_at_once_and_got_nothing_is_silent_only_after_its_timeout(
     socket_pair: tuple[socket.socket, socket.socket],
+    timeouts: ProbeTimeouts,
+    failure: ProbeFailure,
+    said: str,
 ) -> None:
-    pending = pending_for(N1)
+    """Its question went out with the window; it is the node's silence only when the node had
+    all of monitor.read_timeout_ms to answer it (before the rule of whole timeouts, a window
+    shorter than the timeout made it silent too)."""
+    pending = pending_for(N1, timeouts=timeouts)
     pending.flights[N1].begun = pending.started
     pending.flights[N1].conn = SocketConn(socket_pair[0])  # type: ignore[assignment]
+    pending.flights[N1].asked = pending.started
+    assert pending.results.empty()  # the threads' queue: made, nothing in it
 
     found = pending.collect(pending.started + WINDOW_S)
 
-    assert found[N1].how_failed is ProbeFailure.SILENT
-    assert "no answer within the pass deadline" in (found[N1].error or "")
+    assert found[N1].how_failed is failure
+    assert said in (found[N1].error or "")
 
 
 def test_a_probe_whose_thread_never_ran_is_unheard_not_silent() -> None:
@@ -130,8 +154,9 @@ LONG_S = 60.0  # a deadline no test waits for: a collector that waited it out fa
 
 
 def thread_pending(*nodes: Any) -> PendingProbes:
-    """Probes begun on threads at once that get nothing (frozen nodes)."""
-    pending = pending_for(*nodes)
+    """Probes begun on threads at once that get nothing (frozen nodes), with monitor timeouts
+    shorter than any wait here: each had its whole timeout."""
+    pending = pending_for(*nodes, timeouts=FITTING)
     for node in nodes:
         pending.flights[node].begun = pending.started
     assert pending.results.empty()  # the threads' queue: made, nothing in it
