@@ -677,8 +677,9 @@ def healthcheck_command(inv: Invocation, listen: str | None, timeout_s: float) -
     "--keep-auto-increment-delay",
     "keep_delay",
     is_flag=True,
-    help="Galera: leave mysql-auto_increment_delay_multiplex as it is while the old writer "
-    "drains (a client that inserts without pause is then cut at cluster.drain_timeout_ms).",
+    hidden=True,
+    # what it asked for is what every switchover does now: accepted so that scripts still run
+    help="No effect: a switchover changes no ProxySQL variable.",
 )
 @click.option("--dry-run", is_flag=True, help="Print the plan and the SQL; change nothing.")
 @click.pass_obj
@@ -716,7 +717,6 @@ def switchover_command(
         release=release,
         timeout_s=timeout_s,
         running_transactions_s=running_s,
-        keep_auto_increment_delay=keep_delay,
         dry_run=dry_run,
         say=click.echo,
     )

@@ -65,7 +65,6 @@ def switchover(request: SwitchoverRequest) -> Exit:
         dry_run=request.dry_run,
         say=request.say,
         source=origin,
-        lower_delay=not request.keep_auto_increment_delay,
     )
 
 

@@ -7,7 +7,8 @@ becomes the writer and the old writer drains (OFFLINE_SOFT in the writer hostgro
 the demotion, so no statement leaves two ONLINE writers) until its connections are done or
 drain_timeout_ms has passed, then takes its backup writer and reader places. The command runs
 passes until that is done. `switchover --release` removes the pin: weights and fail_back decide
-again from the next pass on.
+again from the next pass on. It changes no ProxySQL global variable: the client sessions the
+drain must move, and what each will see, are said before the move (checker_core.core.attached).
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from typing import TYPE_CHECKING
 
 from checker_core.core.attached import (
     AUTO_INCREMENT_DELAY,
-    AttachedSession,
-    may_be_held_by_the_delay,
+    AUTO_INCREMENT_DELAY_TIMEOUT,
     what_clients_see,
 )
 from checker_core.core.model import NodeAddress
@@ -91,7 +91,6 @@ def switchover(
     dry_run: bool,
     say: Callable[[str], None],
     source: NodeAddress | None = None,
-    lower_delay: bool = True,
 ) -> Exit:
     """Check the target (or, given `source`, the writer, choose the node a failover would),
     pin it, and run passes until it writes alone (bounded by the drain
@@ -120,27 +119,14 @@ def switchover(
             say(f"cluster {cluster.name}: {target} is the writer already; pinned there")
             return Exit.OK
         pinned = replace(cluster, preferred_writer=target)
-        sessions = _clients(
-            runner, cluster, now.routed_writers, say, lowering=lower_delay, dry_run=dry_run
-        )
+        _clients(runner, cluster, now.routed_writers, say)
         if dry_run:
             from checker_core.report import render
 
             say(render(runner.run(pinned, Mode.DRY_RUN), cluster.hostgroups, with_sql=True))
             return Exit.OK
         runner.store.pin_writer(cluster.name, target)
-        lowered = lower_delay and may_be_held_by_the_delay(sessions)
-        try:
-            if lowered:
-                try:
-                    said = sessions_edge.lower_delay(runner.admin(), runner.store, cluster.name)
-                except AdminError as exc:
-                    said = f"{AUTO_INCREMENT_DELAY} not lowered ({exc})"
-                say(f"cluster {cluster.name}: {said}")
-            return _move(runner, pinned, target, say)
-        finally:
-            if lowered:
-                _put_back(runner, cluster, say)
+        return _move(runner, pinned, target, say)
     finally:
         runner.close()
 
@@ -150,15 +136,15 @@ def _clients(
     cluster: ClusterSettings,
     writers: tuple[NodeAddress, ...],
     say: Callable[[str], None],
-    *,
-    lowering: bool,
-    dry_run: bool,
-) -> tuple[AttachedSession, ...]:
-    """The sessions attached to the writer(s) about to drain, said before anything moves; a
-    delay a dead switchover left lowered is put back first."""
-    if not dry_run:
-        _put_back(runner, cluster, say)
-    found: tuple[AttachedSession, ...] = ()
+) -> None:
+    """The sessions attached to the writer(s) about to drain, and what each will see, said
+    before anything moves. Reads only."""
+    try:
+        delay = runner.admin().read_runtime_variables(
+            [AUTO_INCREMENT_DELAY, AUTO_INCREMENT_DELAY_TIMEOUT]
+        )
+    except AdminError:
+        delay = {}  # named by its variables instead of their values
     for writer in writers:
         try:
             attached = sessions_edge.attached_sessions(
@@ -168,25 +154,10 @@ def _clients(
             say(f"cluster {cluster.name}: the client sessions on {writer} were not read ({exc})")
             continue
         lines = what_clients_see(
-            writer,
-            attached,
-            drain_timeout_ms=cluster.drain_timeout_ms,
-            lowering=lowering,
-            dry_run=dry_run,
+            writer, attached, drain_timeout_ms=cluster.drain_timeout_ms, delay=delay
         )
         for line in lines:
             say(f"cluster {cluster.name}: {line}")
-        found += attached
-    return found
-
-
-def _put_back(runner: PassRunner, cluster: ClusterSettings, say: Callable[[str], None]) -> None:
-    try:
-        said = sessions_edge.restore_delay(runner.admin(), runner.store, cluster.name)
-    except AdminError as exc:
-        said = f"{AUTO_INCREMENT_DELAY} not put back ({exc}); the next pass puts it back"
-    if said:
-        say(f"cluster {cluster.name}: {said}")
 
 
 def _move(

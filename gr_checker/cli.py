@@ -29,17 +29,12 @@ def switchover(request: SwitchoverRequest) -> Exit:
     [node_admin]) and followed until the writer hostgroup holds the new primary alone."""
     import math
 
-    from checker_core.cli import MAX_HEALTH_TIMEOUT_S, fail, move_nodes, only_for
+    from checker_core.cli import MAX_HEALTH_TIMEOUT_S, fail, move_nodes
     from checker_core.exitcodes import Exit
     from gr_checker.set_primary import DEFAULT_TIMEOUT_S
     from gr_checker.set_primary import switchover as move
     from gr_checker.switchover import MAX_RUNNING_TRANSACTIONS_TIMEOUT_S as MAX_RUNNING
 
-    only_for(
-        "Galera",
-        (("--keep-auto-increment-delay", request.keep_auto_increment_delay),),
-        "a Group Replication primary turns read-only: nothing drains",
-    )
     if request.release:
         fail(
             "--release: a Group Replication switchover pins nothing (the checker follows "

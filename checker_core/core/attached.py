@@ -1,7 +1,8 @@
 """Client sessions ProxySQL keeps attached to a backend, and whether a drain can move them. Pure.
 
 ProxySQL hands a backend connection back to its pool after each statement unless something ties
-the client to it. Read from ProxySQL 2.7's source (MySQL_Session, MySQL_Connection):
+the client to it. Read from ProxySQL's source (MySQL_Session, MySQL_Connection; the same in 2.7.2
+and 3.0.1):
 
 - a connection on an OFFLINE_SOFT server that goes back to the pool is closed, so the client's
   next statement takes a connection to the new writer: nothing fails;
@@ -10,25 +11,29 @@ the client to it. Read from ProxySQL 2.7's source (MySQL_Session, MySQL_Connecti
   nothing that disables multiplexing (user variables, prepared statements, LOCK TABLES, a
   temporary table, GET_LOCK, a savepoint, SQL_LOG_BIN=0, FOUND_ROWS, warnings, and the
   auto-increment delay: after an INSERT that generated an id, the connection stays attached for
-  mysql-auto_increment_delay_multiplex more statements). A statement in flight at that moment
-  fails with the connection (2013) after the server may have run it.
+  mysql-auto_increment_delay_multiplex more statements, or until it has been idle for
+  mysql-auto_increment_delay_multiplex_timeout_ms when that is not 0). A statement in flight at
+  that moment fails with the connection (2013) after the server may have run it.
 
 So a drain moves a session without an error only once it lets go: its transaction ends, its
 auto-increment delay runs out (a client that inserts without pause re-arms it with every INSERT),
 or it disconnects. Session state (variables, temporary tables, locks) never lets go by itself.
 stats_mysql_processlist says which sessions are attached; what holds each one is in its
-extended_info, which ProxySQL fills only with mysql-show_processlist_extended on.
+extended_info, which ProxySQL fills only with mysql-show_processlist_extended on. The checker
+changes none of these settings: they are proxy-wide (checker_core.edges.proxysql_sessions).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
 from checker_core.core.model import NodeAddress
 
 AUTO_INCREMENT_DELAY = "mysql-auto_increment_delay_multiplex"
+AUTO_INCREMENT_DELAY_TIMEOUT = "mysql-auto_increment_delay_multiplex_timeout_ms"
 PROCESSLIST_EXTENDED = "mysql-show_processlist_extended"
 # MySQL's SERVER_STATUS_IN_TRANS bit of the backend's status
 _IN_TRANSACTION = 0x1
@@ -129,8 +134,8 @@ def session_of(row: tuple[object, ...]) -> AttachedSession | None:
 
 
 def may_be_held_by_the_delay(sessions: tuple[AttachedSession, ...]) -> bool:
-    """Whether a lower auto-increment delay may be what lets one of these sessions go: held by
-    it, or by something ProxySQL does not show."""
+    """Whether one of these sessions may be held by the auto-increment delay: held by it, or by
+    something ProxySQL does not show."""
     return any({Hold.AUTO_INCREMENT, Hold.UNKNOWN} & set(s.holds) for s in sessions)
 
 
@@ -145,29 +150,30 @@ def what_clients_see(
     sessions: tuple[AttachedSession, ...],
     *,
     drain_timeout_ms: int,
-    lowering: bool,
-    dry_run: bool,
+    delay: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Before a planned move: who holds a connection to the writer that drains, and what each
-    client will see, so a session that cannot move without an error is known before the move."""
+    client will see, so a session that cannot move without an error is known before the move.
+    `delay`: ProxySQL's runtime values of the auto-increment delay's two variables, if read."""
     if not sessions:
         return [f"no client session holds a connection to the writer {writer} now"]
     lines = [f"{len(sessions)} client session(s) hold a connection to the writer {writer}:"]
     lines += [f"  {s.describe()}" for s in sessions]
     cut = f"cut when drain_timeout_ms ({drain_timeout_ms} ms) runs out: its next statement fails"
     if may_be_held_by_the_delay(sessions):
-        if lowering:
-            verb = "would be lowered" if dry_run else "is lowered"
-            lines.append(
-                f"  {AUTO_INCREMENT_DELAY} {verb} to 0 while {writer} drains, and put back "
-                "after: a session held by the delay lets go at its next statement and moves "
-                "without an error"
-            )
+        known = delay or {}
+        count, idle = known.get(AUTO_INCREMENT_DELAY), known.get(AUTO_INCREMENT_DELAY_TIMEOUT)
+        statements = AUTO_INCREMENT_DELAY if count is None else f"{count} ({AUTO_INCREMENT_DELAY})"
+        if idle == "0":
+            idling = f" (never by idling: {AUTO_INCREMENT_DELAY_TIMEOUT} is 0)"
         else:
-            lines.append(
-                f"  kept: a client held by the auto-increment delay that inserts without pause "
-                f"never lets go, and is {cut}"
-            )
+            idling = f", or once idle for {AUTO_INCREMENT_DELAY_TIMEOUT}"
+            idling += "" if idle is None else f" ({idle} ms)"
+        lines.append(
+            f"  a session held by the auto-increment delay lets go after {statements} more "
+            f"statement(s) without a new INSERT{idling}; a client that inserts without pause "
+            f"never lets go, and is {cut}"
+        )
     if any(Hold.TRANSACTION in s.holds for s in sessions):
         lines.append(f"  a transaction moves once it ends; one still open is {cut}")
     stuck = cannot_move(sessions)

@@ -1,20 +1,30 @@
-"""The client sessions a drain must move, and the one ProxySQL setting a planned move lowers.
+"""The client sessions a drain must move, and an older version's lowered auto-increment delay.
 
 A switchover reads which client sessions hold a connection to the writer it moves away from
-(stats_mysql_processlist), and while that writer drains it lowers
-mysql-auto_increment_delay_multiplex to 0, so a client that inserts without pause lets go of
-its connection at its next statement and moves to the new writer without an error. The
-operator's value is put back when the drain ends. The value it replaces is recorded in the state
-directory first: a switchover that dies midway leaves the record, and the next pass (or
-switchover) puts the value back. Nothing is ever saved to ProxySQL's disk, so a restarted
-ProxySQL has the operator's value too.
+(stats_mysql_processlist) and says what each will see. It changes no ProxySQL global variable,
+on any path. Older versions lowered mysql-auto_increment_delay_multiplex to 0 while the old
+writer drained; that is gone, because the value is not the checker's to change:
+
+- it is proxy-wide: lowering it for one cluster's drain changes the traffic of every hostgroup,
+  and what it is for (an INSERT's LAST_INSERT_ID() read on the same backend connection) breaks
+  for every client of the proxy while it is 0;
+- ProxySQL Cluster peers pull a loaded mysql variable and, by default, save it to their disk
+  (measured: docs/maintenance.md), so a lowered value spreads beyond the proxy that set it;
+- no local record can own a proxy-wide value: a lost state directory, a failed LOAD or a process
+  in another pid namespace left the value lowered with nobody to put it back.
+
+What such an older version may have left behind is put right here, from ProxySQL's own tables:
+its record (`<checker>.<cluster>.auto_increment_delay`, the value it replaced) is compared with
+the staged (global_variables) and the runtime value, with no pid test (pids mean nothing across
+pid namespaces, and nothing lowers the value any more). Only the acting pass calls it; every
+outcome is one warning, the record stays until the outcome is final, and nothing is ever saved
+to ProxySQL's disk.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import dataclass
+import re
 from typing import TYPE_CHECKING
 
 from checker_core.core.attached import AUTO_INCREMENT_DELAY, AttachedSession, session_of
@@ -32,7 +42,19 @@ PROCESSLIST = (
     "extended_info FROM stats_mysql_processlist "
     "WHERE hostgroup = %s AND srv_host = %s AND srv_port = %s ORDER BY SessionID"
 )
-LOWERED_TO = "0"
+LOWERED_TO = "0"  # what older versions lowered the delay to
+# the delay's staged and runtime value, and every mysql-* variable whose two differ
+MYSQL_VARIABLES = (
+    "SELECT staged.variable_name, staged.variable_value, live.variable_value "
+    "FROM global_variables staged "
+    "JOIN runtime_global_variables live ON staged.variable_name = live.variable_name "
+    "WHERE staged.variable_name LIKE %s "
+    "AND (staged.variable_name = %s OR staged.variable_value <> live.variable_value) "
+    "ORDER BY staged.variable_name"
+)
+STAGE = "UPDATE global_variables SET variable_value = %s WHERE variable_name = %s"
+LOAD_VARIABLES = "LOAD MYSQL VARIABLES TO RUNTIME"
+_OLDER = "an older checker's switchover"
 
 
 def attached_sessions(
@@ -44,134 +66,104 @@ def attached_sessions(
     return tuple(s for s in found if s is not None)
 
 
-@dataclass(frozen=True, slots=True)
-class Lowered:
-    """The operator's value a switchover replaced, and the process that must put it back."""
-
-    value: str
-    pid: int
-
-
-def _path(store: StateStore, cluster: str) -> Path:
+def record_path(store: StateStore, cluster: str) -> Path:
     return store.state_dir / f"{store.checker.value}.{cluster}.auto_increment_delay"
 
 
-def _recorded(store: StateStore, cluster: str) -> Lowered | None:
-    try:
-        data = json.loads(_path(store, cluster).read_text(encoding="utf-8"))
-        return Lowered(str(data["value"]), int(data["pid"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-STAGED_DIFFERS = (
-    "SELECT staged.variable_name FROM global_variables staged "
-    "JOIN runtime_global_variables live ON staged.variable_name = live.variable_name "
-    "WHERE staged.variable_name LIKE %s AND staged.variable_value <> live.variable_value "
-    "ORDER BY staged.variable_name"
-)
-
-
-def _staged_differs(admin: AdminClient) -> list[str]:
-    """mysql-* variables whose staged value is not the runtime one: a LOAD MYSQL VARIABLES
-    would make an operator's unfinished edit live."""
-    return [str(row[0]) for row in admin.execute(STAGED_DIFFERS, ("mysql-%",))]
-
-
-def _set(admin: AdminClient, value: str) -> None:
-    admin.execute(
-        "UPDATE global_variables SET variable_value = %s WHERE variable_name = %s",
-        (value, AUTO_INCREMENT_DELAY),
-    )
-    admin.execute("LOAD MYSQL VARIABLES TO RUNTIME")
-
-
-def lower_delay(admin: AdminClient, store: StateStore, cluster: str) -> str:
-    """Lower the delay to 0 for a drain; the line says what was done, or why not."""
-    current = admin.read_runtime_variables([AUTO_INCREMENT_DELAY]).get(AUTO_INCREMENT_DELAY)
-    if current is None:
-        return f"{AUTO_INCREMENT_DELAY} not found in this ProxySQL: left alone"
-    if current == LOWERED_TO:
-        return f"{AUTO_INCREMENT_DELAY} is {LOWERED_TO} already: every session lets go"
-    pending = _staged_differs(admin)
-    if pending:
-        return (
-            f"{AUTO_INCREMENT_DELAY} left at {current}: a LOAD MYSQL VARIABLES would also make "
-            f"the staged, unloaded value of {', '.join(pending)} live"
-        )
-    path = _path(store, cluster)
-    try:
-        store.ensure_dir()
-        path.write_text(json.dumps({"value": current, "pid": os.getpid()}), encoding="utf-8")
-    except OSError as exc:
-        # never lowered without a record: a command that died would leave it lowered for good
-        return f"{AUTO_INCREMENT_DELAY} left at {current}: its value not recorded at {path} ({exc})"
-    try:
-        _set(admin, LOWERED_TO)
-    except AdminError:
-        path.unlink(missing_ok=True)  # nothing was lowered: nothing to put back
-        raise
-    return (
-        f"{AUTO_INCREMENT_DELAY} lowered from {current} to {LOWERED_TO} while the old writer drains"
-    )
-
-
-def restore_delay(admin: AdminClient, store: StateStore, cluster: str) -> str | None:
-    """Put back the value a switchover lowered (this process's, or a dead one's); None when
-    there is nothing to put back."""
-    lowered = _recorded(store, cluster)
-    if lowered is None:
-        return None
-    if lowered.pid != os.getpid() and _alive(lowered.pid):
-        return None  # a switchover still under way restores it itself
-    current = admin.read_runtime_variables([AUTO_INCREMENT_DELAY]).get(AUTO_INCREMENT_DELAY)
-    path = _path(store, cluster)
-    if current != LOWERED_TO:
-        path.unlink(missing_ok=True)
-        return (
-            f"{AUTO_INCREMENT_DELAY} is {current}, set by someone after the switchover lowered "
-            f"it: left as it is (it was {lowered.value})"
-        )
-    if _staged_differs(admin):
-        return (
-            f"{AUTO_INCREMENT_DELAY} still {LOWERED_TO}: staged mysql variables differ from "
-            f"runtime; put back {lowered.value} with LOAD MYSQL VARIABLES TO RUNTIME once they "
-            "are settled"
-        )
-    _set(admin, lowered.value)
-    path.unlink(missing_ok=True)
-    whose = (
-        ""
-        if lowered.pid == os.getpid()
-        else f" (the switchover that lowered it, pid {lowered.pid}, is gone)"
-    )
-    return f"{AUTO_INCREMENT_DELAY} put back to {lowered.value}{whose}"
+def loads_as(staged: str, live: str) -> bool:
+    """Whether a LOAD MYSQL VARIABLES would leave runtime's `live` as it is for this staged
+    text. ProxySQL keeps the staged text as typed after a LOAD ('05' stays staged beside a
+    runtime 5: measured on 2.7.2 and 3.0.1), reads a number as C's atoi does and a boolean as
+    true/1 or false/0 in any case; anything else counts as a change."""
+    if staged == live:
+        return True
+    if live in ("true", "false"):
+        meant = {"true": "true", "1": "true", "false": "false", "0": "false"}
+        return meant.get(staged.lower()) == live
+    if re.fullmatch(r"-?\d+", live):
+        leading = re.match(r"\s*([+-]?\d+)", staged)
+        return (int(leading.group(1)) if leading else 0) == int(live)
+    return False
 
 
 def put_back_leftover(admin: AdminClient, store: StateStore, cluster: str) -> str | None:
-    """A switchover that died midway left ProxySQL's auto-increment delay lowered: the acting
-    pass puts the operator's value back. Returns what the pass line warns of, if anything."""
-    if not leftover(store, cluster):
+    """An older version's record of the delay it lowered for a switchover: put right from
+    ProxySQL's staged and runtime values. Returns the pass line's warning; None when there is
+    no record (the usual case: one failed stat)."""
+    path = record_path(store, cluster)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        recorded = str(data["value"])
+        if not re.fullmatch(r"\d+", recorded):
+            raise ValueError(f"value {recorded!r} is not a number of statements")
+    except FileNotFoundError:
         return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return _dropped(path, f"{path.name}, left by {_OLDER}, unreadable ({exc}): nothing changed")
     try:
-        return restore_delay(admin, store, cluster)
+        said, done = _reconcile(admin, recorded)
     except AdminError as exc:
-        return f"a switchover's lowered auto-increment delay not put back yet ({exc})"
+        said, done = (
+            f"{AUTO_INCREMENT_DELAY} lowered by {_OLDER}: not put back to {recorded} yet "
+            f"({exc}); the next pass tries again",
+            False,
+        )
+    return _dropped(path, said) if done else said
 
 
-def leftover(store: StateStore, cluster: str) -> bool:
-    """A lowered value recorded by a process that is gone: cheap enough for every pass."""
-    lowered = _recorded(store, cluster)
-    return lowered is not None and lowered.pid != os.getpid() and not _alive(lowered.pid)
+def _reconcile(admin: AdminClient, recorded: str) -> tuple[str, bool]:
+    """What to say, and whether the record is done with."""
+    rows = admin.execute(MYSQL_VARIABLES, ("mysql-%", AUTO_INCREMENT_DELAY))
+    pairs = {str(n): (str(s), str(v)) for n, s, v in rows}
+    if AUTO_INCREMENT_DELAY not in pairs:
+        return f"{AUTO_INCREMENT_DELAY} not found in this ProxySQL: {_OLDER}'s record dropped", True
+    staged, live = pairs.pop(AUTO_INCREMENT_DELAY)
+    if live == recorded:
+        if loads_as(staged, live):
+            return f"{AUTO_INCREMENT_DELAY} is {live}, as before {_OLDER}: its record dropped", True
+        if loads_as(staged, LOWERED_TO):
+            # the older version's UPDATE ran and its LOAD never did: anyone's LOAD would make it
+            # live, so the staged value goes back to runtime's, and nothing is loaded
+            admin.execute(STAGE, (live, AUTO_INCREMENT_DELAY))
+            return (
+                f"{AUTO_INCREMENT_DELAY}: the {LOWERED_TO} {_OLDER} staged and never loaded "
+                f"set back to {live} in global_variables (nothing loaded)",
+                True,
+            )
+        return (
+            f"{AUTO_INCREMENT_DELAY} is {live}, as before {_OLDER}; {staged!r} staged for it "
+            "is someone's edit, left as it is",
+            True,
+        )
+    if live != LOWERED_TO:
+        return (
+            f"{AUTO_INCREMENT_DELAY} is {live}, set by someone since {_OLDER} lowered it: left "
+            f"as it is (it was {recorded})",
+            True,
+        )
+    still = (
+        f"{AUTO_INCREMENT_DELAY} still {LOWERED_TO}, lowered by {_OLDER}: not put back to "
+        f"{recorded}"
+    )
+    # staged 0 is the lowering, staged `recorded` a put-back whose LOAD failed: both ours
+    if not (loads_as(staged, LOWERED_TO) or loads_as(staged, recorded)):
+        return f"{still}: {staged!r} is staged for it by someone, for their LOAD", False
+    pending = [n for n, (s, v) in sorted(pairs.items()) if not loads_as(s, v)]
+    if pending:
+        return (
+            f"{still}: a LOAD MYSQL VARIABLES would also make the staged, unloaded value of "
+            f"{', '.join(pending)} live; the next pass puts it back once they are settled",
+            False,
+        )
+    if staged != recorded:
+        admin.execute(STAGE, (recorded, AUTO_INCREMENT_DELAY))
+    admin.execute(LOAD_VARIABLES)
+    return f"{AUTO_INCREMENT_DELAY} put back to {recorded} ({_OLDER} lowered it to 0)", True
 
 
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False  # not a process: kill(0 or below) would ask about process groups
+def _dropped(path: Path, said: str) -> str:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
+        path.unlink(missing_ok=True)
+    except OSError as exc:
+        return f"{said}; its record at {path} not removed ({exc}): the next pass tries again"
+    return said

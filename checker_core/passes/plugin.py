@@ -88,7 +88,6 @@ class SwitchoverRequest:
     release: bool
     timeout_s: float | None
     running_transactions_s: int | None
-    keep_auto_increment_delay: bool
     dry_run: bool
     say: Callable[[str], None]
 

@@ -282,17 +282,24 @@ def checkers_script(
     admin.read_runtime_variables(
         ("mysql-connect_timeout_server_max", "mysql-monitor_enabled", "no-such-variable")
     )
-    # a switchover: who holds the old writer, the auto-increment delay lowered and put back
+    # a switchover: who holds the old writer; the delay an older version lowered, put back
     proxysql_sessions.attached_sessions(admin, HG.writer, NodeAddress("127.0.0.1", 3311))
     store = StateStore(config.parent / "state", Checker.GALERA)
-    proxysql_sessions.lower_delay(admin, store, "lab")
-    proxysql_sessions.restore_delay(admin, store, "lab")
+    store.ensure_dir()
+    record = proxysql_sessions.record_path(store, "lab")
+    record.write_text('{"value": "5", "pid": 1}')
+    operator(
+        "UPDATE global_variables SET variable_value = '0' "
+        "WHERE variable_name = 'mysql-auto_increment_delay_multiplex'"
+    )
+    operator("LOAD MYSQL VARIABLES TO RUNTIME")
     operator(
         "UPDATE global_variables SET variable_value = '77' "
         "WHERE variable_name = 'mysql-max_connections'"
     )
-    proxysql_sessions.lower_delay(admin, store, "lab")  # refused: it would load the edit
+    proxysql_sessions.put_back_leftover(admin, store, "lab")  # refused: it would load the edit
     operator("LOAD MYSQL VARIABLES TO MEMORY")  # the edit undone
+    proxysql_sessions.put_back_leftover(admin, store, "lab")
 
     row = SchedulerRow(
         interval_ms=2000,

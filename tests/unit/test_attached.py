@@ -8,6 +8,8 @@ import json
 import pytest
 
 from checker_core.core.attached import (
+    AUTO_INCREMENT_DELAY,
+    AUTO_INCREMENT_DELAY_TIMEOUT,
     AttachedSession,
     Hold,
     cannot_move,
@@ -90,7 +92,7 @@ def session(*holds: Hold, command: str = "Sleep") -> AttachedSession:
     return AttachedSession(1, "app", "10.0.0.9:1", 100, N1, command, holds)
 
 
-def test_only_the_delay_or_the_unknown_call_for_a_lower_delay() -> None:
+def test_only_the_delay_or_the_unknown_may_hold_a_session_by_the_delay() -> None:
     assert may_be_held_by_the_delay((session(Hold.AUTO_INCREMENT),))
     assert may_be_held_by_the_delay((session(Hold.UNKNOWN),))
     assert not may_be_held_by_the_delay((session(Hold.TRANSACTION),))
@@ -100,21 +102,45 @@ def test_only_the_delay_or_the_unknown_call_for_a_lower_delay() -> None:
     )
 
 
+DELAY = {AUTO_INCREMENT_DELAY: "5", AUTO_INCREMENT_DELAY_TIMEOUT: "10000"}
+
+
 def test_the_what_if_says_before_the_move_which_client_fails() -> None:
-    none = what_clients_see(N1, (), drain_timeout_ms=1000, lowering=True, dry_run=False)
+    none = what_clients_see(N1, (), drain_timeout_ms=1000, delay=DELAY)
     assert none == [f"no client session holds a connection to the writer {N1} now"]
     held = (session(Hold.AUTO_INCREMENT), session(Hold.SESSION_STATE))
-    lowering = what_clients_see(N1, held, drain_timeout_ms=1000, lowering=True, dry_run=True)
-    assert lowering[0] == f"2 client session(s) hold a connection to the writer {N1}:"
-    assert any("would be lowered to 0" in line for line in lowering)
-    assert any(
-        line.startswith("  cannot be moved without an error: session 1") for line in lowering
-    )
-    kept = what_clients_see(N1, held[:1], drain_timeout_ms=1000, lowering=False, dry_run=False)
-    assert any("never lets go, and is cut when drain_timeout_ms (1000 ms)" in line for line in kept)
-    assert not any("lowered" in line for line in kept)
-    open_trx = what_clients_see(
-        N1, (session(Hold.TRANSACTION),), drain_timeout_ms=1000, lowering=True, dry_run=False
-    )
+    said = what_clients_see(N1, held, drain_timeout_ms=1000, delay=DELAY)
+    assert said[0] == f"2 client session(s) hold a connection to the writer {N1}:"
+    assert (
+        f"  a session held by the auto-increment delay lets go after 5 ({AUTO_INCREMENT_DELAY}) "
+        f"more statement(s) without a new INSERT, or once idle for "
+        f"{AUTO_INCREMENT_DELAY_TIMEOUT} (10000 ms); a client that inserts without pause never "
+        "lets go, and is cut when drain_timeout_ms (1000 ms) runs out: its next statement fails"
+    ) in said
+    assert any(line.startswith("  cannot be moved without an error: session 1") for line in said)
+    assert not any("lowered" in line for line in said), "the checker changes no variable"
+    open_trx = what_clients_see(N1, (session(Hold.TRANSACTION),), drain_timeout_ms=1000)
     assert any("a transaction moves once it ends" in line for line in open_trx)
-    assert not any("lowered" in line for line in open_trx), "a lower delay frees no transaction"
+    assert not any("auto-increment" in line for line in open_trx)
+
+
+@pytest.mark.parametrize(
+    ("delay", "says"),
+    [
+        (
+            None,
+            f"after {AUTO_INCREMENT_DELAY} more statement(s) without a new INSERT, or once "
+            f"idle for {AUTO_INCREMENT_DELAY_TIMEOUT};",
+        ),
+        (
+            {AUTO_INCREMENT_DELAY: "3", AUTO_INCREMENT_DELAY_TIMEOUT: "0"},
+            f"after 3 ({AUTO_INCREMENT_DELAY}) more statement(s) without a new INSERT (never by "
+            f"idling: {AUTO_INCREMENT_DELAY_TIMEOUT} is 0);",
+        ),
+    ],
+)
+def test_the_delay_is_named_with_the_values_read_or_by_its_variables(
+    delay: dict[str, str] | None, says: str
+) -> None:
+    said = what_clients_see(N1, (session(Hold.UNKNOWN),), drain_timeout_ms=500, delay=delay)
+    assert any(says in line for line in said), said
