@@ -293,9 +293,9 @@ def checkers_script(
         "WHERE variable_name = 'mysql-auto_increment_delay_multiplex'"
     )
     operator("LOAD MYSQL VARIABLES TO RUNTIME")
-    operator(
-        "UPDATE global_variables SET variable_value = '77' "
-        "WHERE variable_name = 'mysql-max_connections'"
+    operator(  # monitoring stays off on both: a value whose runtime both agree on
+        "UPDATE global_variables SET variable_value = 'true' "
+        "WHERE variable_name = 'mysql-monitor_enabled'"
     )
     proxysql_sessions.put_back_leftover(admin, store, "lab")  # refused: it would load the edit
     operator("LOAD MYSQL VARIABLES TO MEMORY")  # the edit undone

@@ -2,18 +2,14 @@
 INSERTs into an AUTO_INCREMENT table, back to back on one connection, as most applications write.
 A real ProxySQL keeps such a connection attached for mysql-auto_increment_delay_multiplex
 statements after every INSERT, so the old writer's ConnUsed never reaches 0 while the client
-writes. The switchover says so before it moves anything, lowers the delay while the old writer
-drains (the client lets go at its next statement), and puts the operator's value back: no
-statement fails and every acknowledged row is on the cluster. With the delay kept, the client is
-cut at the drain timeout exactly as the what-if said. The emulator routes no client: these run
+writes. The switchover says so before it moves anything and changes no ProxySQL variable (the
+delay is proxy-wide): the client is cut at the drain timeout exactly as it said, one statement
+fails, and every acknowledged row is on the cluster. The emulator routes no client: these run
 against a real ProxySQL only."""
 
 from __future__ import annotations
 
 import contextlib
-import json
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -121,63 +117,35 @@ def switch(rig: Rig, inserter: Inserter, drain_timeout_ms: int, *args: str) -> s
     return moved.stdout
 
 
-def test_a_switchover_under_an_auto_increment_inserter_fails_no_write_and_loses_none(
-    rig: Rig, galera: Any, nodes: list[NodeAddress], inserter: Inserter
+def staged_delay(rig: Rig) -> str:
+    rows = rig.admin.execute(
+        "SELECT variable_value FROM global_variables WHERE variable_name = %s",
+        (AUTO_INCREMENT_DELAY,),
+    )
+    return str(rows[0][0])
+
+
+@pytest.mark.parametrize("args", [(), ("--keep-auto-increment-delay",)], ids=["plain", "old-flag"])
+def test_a_switchover_under_an_auto_increment_inserter_changes_no_variable_and_says_the_cut(
+    rig: Rig, galera: Any, nodes: list[NodeAddress], inserter: Inserter, args: tuple[str, ...]
 ) -> None:
+    """The delay is proxy-wide: the switchover leaves it as it is (the old flag that asked for
+    that is still accepted), and says before the move that the client is cut at the drain
+    timeout; that one statement fails, and no acknowledged row is lost."""
     n1, n2, _ = nodes
     operators = delay(rig)
     assert operators != "0", "ProxySQL's default keeps the connection attached after an INSERT"
-    said = switch(rig, inserter, 6000, f"--to={n2}")
+    said = switch(rig, inserter, 1000, f"--to={n2}", *args)
     assert f"1 client session(s) hold a connection to the writer {n1}:" in said
-    assert f"lowered from {operators} to 0 while the old writer drains" in said
-    assert f"{AUTO_INCREMENT_DELAY} put back to {operators}" in said
+    assert f"lets go after {operators} ({AUTO_INCREMENT_DELAY}) more statement(s)" in said
+    assert "never lets go, and is cut when drain_timeout_ms (1000 ms) runs out" in said
+    assert "lowered" not in said and "put back" not in said
     assert f"switchover to {n2} done" in said
-    assert inserter.errors == []
-    assert delay(rig) == operators
+    assert delay(rig) == staged_delay(rig) == operators
+    assert not list(rig.state_dir.glob("*.auto_increment_delay")), "nothing recorded"
+    assert len(inserter.errors) == 1, inserter.errors
     assert rig.writers == {n2}
     assert missing(galera, 2, inserter.acked) == set(), "every acknowledged row is on node 2"
-
-
-def test_with_the_delay_kept_the_what_if_names_the_client_the_drain_timeout_cuts(
-    rig: Rig, galera: Any, nodes: list[NodeAddress], inserter: Inserter
-) -> None:
-    n1, n2, _ = nodes
-    operators = delay(rig)
-    said = switch(rig, inserter, 1000, f"--to={n2}", "--keep-auto-increment-delay")
-    assert f"1 client session(s) hold a connection to the writer {n1}:" in said
-    assert "never lets go, and is cut when drain_timeout_ms (1000 ms) runs out" in said
-    assert "lowered" not in said
-    assert delay(rig) == operators
-    assert len(inserter.errors) == 1, inserter.errors
-    assert missing(galera, 2, inserter.acked) == set()
-
-
-def test_a_delay_a_dead_switchover_left_lowered_is_put_back_by_the_next_pass(rig: Rig) -> None:
-    rig.passes(1)
-    operators = delay(rig)
-    # a switchover lowered it and was killed: its record names a process that is gone
-    rig.admin.execute(
-        "UPDATE global_variables SET variable_value = '0' WHERE variable_name = %s",
-        (AUTO_INCREMENT_DELAY,),
-    )
-    rig.admin.execute("LOAD MYSQL VARIABLES TO RUNTIME")
-    gone = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    record = rig.state_dir / "galera.lab.auto_increment_delay"
-    record.write_text(json.dumps({"value": operators, "pid": int(gone)}))
-    result = rig.run()
-    assert result.code == 0, result.stderr
-    said = [line.get("reason") for line in result.logs if line.get("event") == "state"]
-    assert (
-        f"{AUTO_INCREMENT_DELAY} put back to {operators} (the switchover that lowered it, "
-        f"pid {gone}, is gone)"
-    ) in said
-    assert delay(rig) == operators
-    assert not record.exists()
 
 
 def set_variable(rig: Rig, name: str, value: str) -> None:
