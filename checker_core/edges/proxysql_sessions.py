@@ -93,9 +93,10 @@ def put_back_leftover(admin: AdminClient, store: StateStore, cluster: str) -> st
     path = record_path(store, cluster)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        recorded = str(data["value"])
+        recorded = str(data["value"]).strip()
         if not re.fullmatch(r"\d+", recorded):
             raise ValueError(f"value {recorded!r} is not a number of statements")
+        recorded = str(int(recorded))  # as runtime_global_variables shows it
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -237,6 +237,15 @@ def test_a_put_back_cut_at_any_statement_is_finished_by_the_next_pass(
     assert reconcile(fake, store) is None
 
 
+def test_a_recorded_value_is_compared_as_proxysql_shows_it(tmp_path: Path) -> None:
+    fake, store = VariablesAdmin(), store_with(tmp_path, value=5)
+    fake.staged[AUTO_INCREMENT_DELAY] = fake.live[AUTO_INCREMENT_DELAY] = "0"
+    assert "put back to 5" in str(reconcile(fake, store))
+    store = store_with(tmp_path, value="05")
+    said = str(reconcile(fake, store))
+    assert "is 5, as before" in said, "not someone else's value"
+
+
 @pytest.mark.parametrize("content", ["{", json.dumps({"pid": 1}), json.dumps({"value": "x"})])
 def test_an_unreadable_record_is_removed_with_one_warning_and_nothing_changed(
     tmp_path: Path, content: str
