@@ -18,10 +18,14 @@ SETTLE_S = 30.0  # a bound for the worker, never a measure of it
 
 
 def settled(watch: ReadinessWatch, result: PassResult) -> tuple[PassResult, str | None]:
-    """A pass observed once its readiness was worked out: what the next pass carries."""
-    watch.observe(result)
+    """A pass observed once its readiness was worked out: what the next pass carries, and what
+    the two passes were told (a worker that runs before the first observe() returns has its
+    word said with that first pass)."""
+    _, first = watch.observe(result)
     assert watch.wait_idle(SETTLE_S)
-    return watch.observe(result)
+    carried, second = watch.observe(result)
+    said = [s for s in (first, second) if s is not None]
+    return carried, "; ".join(said) or None
 
 
 def test_a_steady_cluster_is_ready_once_and_warned_about_when_it_stops_being_ready() -> None:
