@@ -8,9 +8,10 @@
 3. meanwhile run passes (each under the lock, as any pass) that follow the group: the old
    primary leaves the writer hostgroup the pass it is read-only, the new one enters it the
    pass it is writable (empty in between with `brownout = hold`);
-4. end when the call has returned and the writer hostgroup holds the target ONLINE alone
-   (exit 0), when the call failed (exit 1, after a pass has shown what the group has now), or
-   at --timeout (exit 1).
+4. end when the call has returned and the writer hostgroup routes to the target alone, by the
+   pass's own rule (the old primary's OFFLINE_HARD row, kept while clients still hold
+   connections to it, routes nothing and does not count): exit 0; when the call failed (exit 1,
+   after a pass has shown what the group has now), or at --timeout (exit 1).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from checker_core.core.model import NodeAddress, ServerStatus
+from checker_core.core.model import NodeAddress
+from checker_core.core.roster import LiveLayout
 from checker_core.edges.lock import cluster_lock
 from checker_core.exitcodes import Exit
 from checker_core.passes.repeat import passes_until
@@ -288,7 +290,8 @@ def _follow(
 
 
 def _writes_alone(runner: PassRunner, cluster: ClusterSettings, target: NodeAddress) -> bool:
-    """ProxySQL's runtime writer hostgroup holds the target ONLINE and nothing else."""
-    writer = cluster.hostgroups.writer
-    live = runner.admin().read_rows([writer]).live([writer])
-    return [(r.node, r.status) for r in live] == [(target, ServerStatus.ONLINE)]
+    """ProxySQL's runtime writer hostgroup routes to the target alone, as a pass reads it (a
+    daemon's pass may have made the move): read from ProxySQL, not from a pass of ours."""
+    hostgroups = cluster.hostgroups
+    rows = runner.admin().read_rows([hostgroups.writer])
+    return LiveLayout.of(rows, hostgroups).writes_alone(target)

@@ -166,6 +166,23 @@ class LiveLayout:
                 leaving.append(row)
         return cls(hostgroups, tuple(live), hard, tuple(leaving))
 
+    @classmethod
+    def planned(cls, hostgroups: Hostgroups, desired: Iterable[ServerRow]) -> LiveLayout:
+        """The layout a plan's rows make once loaded; its OFFLINE_HARD rows are an operator's,
+        kept as they are (the tool never writes one)."""
+        live: list[ServerRow] = []
+        hard: list[ServerRow] = []
+        for row in sort_rows(desired):
+            (hard if row.status is ServerStatus.OFFLINE_HARD else live).append(row)
+        return cls(hostgroups, tuple(live), tuple(hard))
+
+    def writes_alone(self, node: NodeAddress) -> bool:
+        """`node` is the one writer the writer hostgroup routes to and no demoted writer drains
+        there: a planned move is done. SHUNNED stands for its ONLINE row, as in every pass; an
+        OFFLINE_HARD row routes nothing (an operator's, or a server leaving while clients still
+        hold connections to it), so it blocks nothing."""
+        return self.writers == (node,) and not self.draining
+
     def _nodes(self, hostgroup: int, statuses: Iterable[ServerStatus]) -> tuple[NodeAddress, ...]:
         wanted = frozenset(statuses)
         key = (hostgroup, wanted)

@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from checker_core.core.model import NodeAddress, ServerStatus
+from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
+from checker_core.core.roster import LiveLayout
 from checker_core.exitcodes import Exit
 
 if TYPE_CHECKING:
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     from checker_core.core.hysteresis import NodeMemory
     from checker_core.core.leadership import Leadership, Role
     from checker_core.core.model import ClusterRows
-    from checker_core.core.roster import LiveLayout
     from checker_core.core.settings import ClusterSettings
     from checker_core.core.whatif import Readiness, WhatIf
     from checker_core.edges.backend import PendingProbes
@@ -174,9 +174,9 @@ class PassResult:
         decision = self.decision
         if decision is None or self.outcome not in (Outcome.CHANGED, Outcome.UNCHANGED):
             return False
-        hostgroup = decision.plan.hostgroups.writer
-        in_writer = [r for r in decision.plan.desired if r.hostgroup_id == hostgroup]
-        return [(r.node, r.status) for r in in_writer] == [(target, ServerStatus.ONLINE)]
+
+        plan = decision.plan
+        return LiveLayout.planned(plan.hostgroups, plan.desired).writes_alone(target)
 
     def verdict_counts(self) -> dict[str, int]:
         if not self.decision:

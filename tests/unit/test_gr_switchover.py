@@ -3,9 +3,12 @@ given pass results), whom the group would elect for --from, and the dry-run's st
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
@@ -13,7 +16,9 @@ from checker_core.core.decide import decide, view_of
 from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, ServerStatus, sort_rows
 from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.core.roster import LiveLayout
-from checker_core.passes.result import Outcome, PassResult
+from checker_core.exitcodes import Exit
+from checker_core.passes.result import Mode, Outcome, PassResult
+from checker_core.passes.runner import PassRunner
 from galera_checker.switchover import Refusal as GaleraRefusal
 from galera_checker.switchover import next_writer
 from gr_checker.policy import GroupReplicationPolicy
@@ -29,7 +34,9 @@ from gr_checker.switchover import (
     steps,
     successor,
 )
+from tests.unit.fakes import MemoryAdmin
 from tests.unit.galera_cases import HG, cluster_settings
+from tests.unit.galera_cases import NODES as GALERA_NODES
 from tests.unit.test_gr_policy import M1, M2, M3, MEMBERS, UUID, facts, healthy_group, steady, view
 
 OUTSIDER = NodeAddress("127.0.0.1", 9)
@@ -333,3 +340,146 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], line:
     assert line in done.output
     assert len(done.output.strip().splitlines()) == 1
     assert not (tmp_path / "state").exists() or not list((tmp_path / "state").iterdir())
+
+
+# ------------------------------------------- a command's "done" is the pass's own rule
+
+
+class LeavingAdmin(MemoryAdmin):
+    """ProxySQL after the move: what a LOAD removed is kept OFFLINE_HARD in runtime, not staged,
+    while clients still hold connections to it."""
+
+    def __init__(self, staged: Sequence[ServerRow], leaving: Sequence[ServerRow]) -> None:
+        super().__init__(staged)
+        self.runtime.update((r.key, r) for r in leaving)
+        self.held = {(r.hostgroup_id, r.node): 3 for r in leaving}
+
+    def connections_in_use(self, hostgroups: Iterable[int]) -> dict[tuple[int, NodeAddress], int]:
+        wanted = set(hostgroups)
+        return {k: n for k, n in self.held.items() if k[0] in wanted}
+
+
+class DaemonsPasses:
+    """The runner `_follow` is given, while a daemon holds the lock and makes every pass (each of
+    ours is BUSY); its clock jumps a second a pass, so a move never done ends at --timeout."""
+
+    def __init__(self, admin: MemoryAdmin) -> None:
+        self._admin = admin
+        self.settings = SimpleNamespace(run=SimpleNamespace(interval_ms=1))
+        self.clock = 0.0
+
+    def monotonic(self) -> float:
+        self.clock += 1.0
+        return self.clock
+
+    def run(self, cluster: object, mode: Mode) -> PassResult:
+        return PassResult("lab", "p", Outcome.BUSY, 0.0, "busy")
+
+    def admin(self) -> MemoryAdmin:
+        return self._admin
+
+
+class Returned:
+    """group_replication_set_as_primary that has already answered."""
+
+    answer = "Primary server switched to: uuid-2"
+    error = None
+
+    def __init__(self) -> None:
+        self.finished = threading.Event()
+
+    def start(self) -> None:
+        self.finished.set()
+
+
+def _hard(node: NodeAddress, hostgroup: int = HG.writer) -> ServerRow:
+    return ServerRow(hostgroup, node.host, node.port, status=ServerStatus.OFFLINE_HARD)
+
+
+def _in_writer(node: NodeAddress, status: ServerStatus = ServerStatus.ONLINE) -> ServerRow:
+    return ServerRow(HG.writer, node.host, node.port, status=status)
+
+
+@dataclass(frozen=True)
+class Done:
+    name: str
+    staged: tuple[ServerRow, ...]  # loaded: in runtime as in mysql_servers
+    leaving: tuple[ServerRow, ...]  # in runtime only
+    done: bool
+
+
+DONE = [
+    Done("target alone", (_in_writer(M2),), (), True),
+    Done(
+        "the old primary leaving while clients hold it",
+        (_in_writer(M2),),
+        (_hard(M1),),
+        True,
+    ),
+    Done("the target shunned by ProxySQL", (_in_writer(M2, ServerStatus.SHUNNED),), (), True),
+    Done("an operator's OFFLINE_HARD row", (_in_writer(M2), _hard(M3)), (), True),
+    Done("two writers", (_in_writer(M1), _in_writer(M2)), (), False),
+    Done(
+        "the old primary draining",
+        (_in_writer(M1, ServerStatus.OFFLINE_SOFT), _in_writer(M2)),
+        (),
+        False,
+    ),
+    Done("the old primary only", (_in_writer(M1),), (), False),
+    Done("the target leaving", (_in_writer(M1),), (_hard(M2),), False),
+    Done("empty", (), (), False),
+]
+
+
+@pytest.mark.parametrize("case", DONE, ids=[c.name for c in DONE])
+def test_the_switchover_is_done_by_the_pass_own_rule(case: Done) -> None:
+    """Done when the writer hostgroup routes to the target alone, as a pass reads it: a row
+    ProxySQL keeps OFFLINE_HARD in runtime only (a removed server clients still hold) or an
+    operator's OFFLINE_HARD row routes nothing; SHUNNED is an ONLINE row; a draining or a
+    second ONLINE writer is not done."""
+    from gr_checker import set_primary
+
+    admin = LeavingAdmin(case.staged, case.leaving)
+    said: list[str] = []
+    move = Move(M1, M2, UUID[M2])
+    code = set_primary._follow(
+        cast(PassRunner, DaemonsPasses(admin)),
+        cluster=cluster_settings(),
+        move=move,
+        call=cast(set_primary.Call, Returned()),
+        timeout_s=2.0,
+        say=said.append,
+    )
+    assert (code is Exit.OK) == case.done, said
+    assert (said[-1] == f"cluster main: switchover to {M2} done") == case.done, said
+    assert not admin.writes()
+
+
+def _galera_result(live: list[ServerRow], target: NodeAddress) -> PassResult:
+    """The pass that settles a Galera cluster with `target` pinned, once its plan is loaded."""
+    from tests.unit.galera_cases import apply_plan, rows_of
+    from tests.unit.galera_cases import run as galera_run
+
+    settled = live
+    for _ in range(5):
+        decision = galera_run(settled, preferred_writer=target, drained=GALERA_NODES)
+        if not decision.plan.changes:
+            break
+        settled = apply_plan(settled, decision)
+    assert not decision.plan.changes, decision.plan.changes
+    layout = LiveLayout.of(rows_of(settled), HG)
+    return PassResult("lab", "p", Outcome.UNCHANGED, 1.0, "unchanged", decision, layout=layout)
+
+
+def test_a_galera_move_is_done_beside_an_operator_offline_hard_writer_row() -> None:
+    """An operator's OFFLINE_HARD row in the writer hostgroup (a node barred from writing) is
+    kept in every plan; it routes nothing, so the move to the pinned writer is done."""
+    from tests.unit.galera_cases import N1, N2, N3, placed
+    from tests.unit.galera_cases import steady as galera_steady
+
+    barred = placed(N3, HG.writer, ServerStatus.OFFLINE_HARD)
+    moved = _galera_result([*galera_steady(N2), barred], N2)
+    assert moved.routed_writers == (N2,)
+    assert moved.moved_to(N2)
+    assert not moved.moved_to(N1)
+    assert _galera_result(galera_steady(N2), N2).moved_to(N2)
