@@ -97,7 +97,7 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
 
     settings = load_settings(inv.merged(config, overrides))
     # what only ProxySQL can tell is asked first: a refusal must not follow an "ok"
-    cluster_line = _proxysql_cluster_line(settings)
+    cluster_line, scheduler_warnings = _proxysql_cluster_line(settings)
     click.echo(f"{settings.source}: ok ({inv.checker.command})")
     proxysql = settings.proxysql
     click.echo(
@@ -121,7 +121,7 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
             f"writer_is_also_reader {cluster.writer_is_also_reader}"
         )
     click.echo(f"  ProxySQL Cluster: {cluster_line}")
-    for warning in settings.warnings:
+    for warning in (*settings.warnings, *scheduler_warnings):
         click.echo(f"warning: {warning}", err=True)
     for result in _run_passes(inv, settings, "status"):
         for advice in result.advice:
@@ -143,11 +143,11 @@ def _bad_input(settings: Settings, problems: list[str]) -> NoReturn:
     fail("\n".join(lines), Exit.BAD_INPUT)
 
 
-def _proxysql_cluster_line(settings: Settings) -> str:
-    """Whether this checker would act. What ProxySQL says that makes a pass refuse is bad input
-    here too (exit 2): credentials it refuses, a port that is not its admin, a native manager
-    of the same hostgroups, an address its proxy does not list. An unreachable admin is
-    reported, not an error here."""
+def _proxysql_cluster_line(settings: Settings) -> tuple[str, list[str]]:
+    """Whether this checker would act, and what ProxySQL's scheduler holds that warns. What
+    ProxySQL says that makes a pass refuse is bad input here too (exit 2): credentials it
+    refuses, a port that is not its admin, a native manager of the same hostgroups, an address
+    its proxy does not list. An unreachable admin is reported, not an error here."""
     from checker_core.core.leadership import NotAPeer, PeerMemory
     from checker_core.core.peers import choose_actor
     from checker_core.edges import native
@@ -155,28 +155,52 @@ def _proxysql_cluster_line(settings: Settings) -> str:
     from checker_core.edges.proxysql_peers import list_peers, read_cluster_view
 
     proxysql = settings.proxysql
+    warnings: list[str] = []
     try:
         with AdminClient.connect(proxysql) as admin:
             refused = native.conflicts(admin, settings.clusters)
             if refused:
                 _bad_input(settings, list(refused.values()))
+            warnings = _scheduler_warnings(admin, settings)
             if proxysql.cluster == "off":
-                return "off (this checker acts whatever the peers)"
+                return "off (this checker acts whatever the peers)", warnings
             listed = list_peers(admin)
             view = read_cluster_view(admin, proxysql.me, listed) if listed else None
     except AdminAccessDenied as exc:
         _bad_input(settings, [str(exc)])
     except AdminError as exc:
         if proxysql.cluster == "off":
-            return f"off (this checker acts whatever the peers); admin not checked ({exc})"
-        return f"not checked ({exc})"
+            line = f"off (this checker acts whatever the peers); admin not checked ({exc})"
+            return line, warnings
+        return f"not checked ({exc})", warnings
     if view is None:
-        return "no peers in runtime_proxysql_servers (this checker acts alone)"
+        return "no peers in runtime_proxysql_servers (this checker acts alone)", warnings
     try:
         leadership = choose_actor(view, PeerMemory())
     except NotAPeer as exc:
         _bad_input(settings, [str(exc)])
-    return f"this proxy is {proxysql.me}; {leadership.reason}"
+    return f"this proxy is {proxysql.me}; {leadership.reason}", warnings
+
+
+def _scheduler_warnings(admin: AdminClient, settings: Settings) -> list[str]:
+    """Active scheduler rows that manage hostgroups beside this checker: Percona's checkers,
+    and the other checker run on this same configuration file (install-scheduler refuses to
+    add a row beside it)."""
+    from checker_core.edges.proxysql import AdminQueryFailed
+    from checker_core.scheduler import (
+        legacy_warnings,
+        rival_problem,
+        rival_rows,
+        scheduled_rows,
+    )
+
+    try:
+        rows = scheduled_rows(admin)
+    except AdminQueryFailed as exc:
+        return [f"ProxySQL's scheduler table was not read ({exc})"]
+    config = settings.source.resolve()
+    rivals = rival_rows(rows, settings.checker, config)
+    return [*legacy_warnings(rows), *(rival_problem(r, other, config) for r, other in rivals)]
 
 
 def _setup_logs(settings: Settings, lean: bool = False) -> Any:
@@ -523,9 +547,13 @@ def install_scheduler_command(
     from checker_core.scheduler import (
         NoExecutable,
         executable,
-        existing_row_ids,
         install_statements,
+        legacy_warnings,
         retire_statements,
+        rival_problem,
+        rival_rows,
+        rows_of,
+        scheduled_rows,
         scheduler_row,
     )
 
@@ -545,7 +573,14 @@ def install_scheduler_command(
         return
     try:
         with AdminClient.connect(settings.proxysql) as admin:
-            found = existing_row_ids(admin, inv.checker, merged.config)
+            rows = scheduled_rows(admin)
+            rivals = rival_rows(rows, inv.checker, merged.config)
+            if rivals:
+                problem = rival_problem(*rivals[0], merged.config.resolve())
+                fail(f"{problem}; nothing changed", Exit.BAD_INPUT)
+            for warning in legacy_warnings(rows):
+                click.echo(f"warning: {warning}", err=True)
+            found = rows_of(rows, inv.checker, merged.config)
             row_id = found[0] if found else None
             statements = install_statements(row, row_id)
             # the same file's other rows (another spelling, another path of the script) would

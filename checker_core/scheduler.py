@@ -125,23 +125,94 @@ def _runs_checker(filename: object, args: Sequence[object], checker: Checker) ->
     return any(str(a or "") == module for a in args)
 
 
-def existing_row_ids(admin: AdminClient, checker: Checker, config: Path) -> list[int]:
-    """Scheduler rows already running this checker with this config file, whatever path of the
-    script they name and however they spell the argument (so install is idempotent and never
-    adds a second checker running the same file)."""
-    found = admin.execute(
-        "SELECT id, filename, arg1, arg2, arg3, arg4, arg5 FROM scheduler ORDER BY id"
-    )
-    ids = []
-    for row_id, filename, *args in found:
-        named = config_named(args)
-        if (
+# Percona's checkers, each a manager of the hostgroups it is given: with one of them active
+# beside this checker, two programs move the same servers
+LEGACY_CHECKERS = frozenset(
+    ("pxc_scheduler_handler", "proxysql_galera_checker", "galera_check.pl",
+     "proxysql_galera_checker.sh")
+)  # fmt: skip
+SCHEDULER_ROWS = (
+    "SELECT id, active, filename, arg1, arg2, arg3, arg4, arg5 FROM scheduler ORDER BY id"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledRow:
+    """A row of ProxySQL's scheduler table (the one a LOAD SCHEDULER makes live)."""
+
+    row_id: int
+    active: bool
+    filename: str
+    args: tuple[object, ...]
+
+    def runs(self, checker: Checker, config: Path) -> bool:
+        """This checker's row on this configuration file, however spelt."""
+        named = config_named(self.args)
+        return (
             named is not None
             and _same_file(named, config)
-            and _runs_checker(filename, args, checker)
-        ):
-            ids.append(int(row_id))
-    return ids
+            and _runs_checker(self.filename, self.args, checker)
+        )
+
+    @property
+    def legacy(self) -> str | None:
+        """The Percona checker this row runs (its script, or a script an interpreter runs)."""
+        for word in (self.filename, *(str(a) for a in self.args if a is not None)):
+            for part in str(word).split():
+                if Path(part).name in LEGACY_CHECKERS:
+                    return Path(part).name
+        return None
+
+
+def scheduled_rows(admin: AdminClient) -> tuple[ScheduledRow, ...]:
+    return tuple(
+        ScheduledRow(int(row_id), bool(int(active or 0)), str(filename or ""), tuple(args))
+        for row_id, active, filename, *args in admin.execute(SCHEDULER_ROWS)
+    )
+
+
+def rows_of(rows: Sequence[ScheduledRow], checker: Checker, config: Path) -> list[int]:
+    """The ids of the rows already running this checker with this config file, whatever path
+    of the script they name and however they spell the argument (so install is idempotent and
+    never adds a second checker running the same file)."""
+    return [r.row_id for r in rows if r.runs(checker, config)]
+
+
+def existing_row_ids(admin: AdminClient, checker: Checker, config: Path) -> list[int]:
+    return rows_of(scheduled_rows(admin), checker, config)
+
+
+def rival_rows(
+    rows: Sequence[ScheduledRow], checker: Checker, config: Path
+) -> list[tuple[ScheduledRow, Checker]]:
+    """Active rows of another checker on the same configuration file: its passes would manage
+    the same hostgroups under another lock (a row of this checker is replaced instead)."""
+    return [
+        (r, other)
+        for other in Checker
+        if other is not checker
+        for r in rows
+        if r.active and r.runs(other, config)
+    ]
+
+
+def rival_problem(row: ScheduledRow, other: Checker, config: Path) -> str:
+    return (
+        f"scheduler row id {row.row_id} ({row.filename}) is active and runs {other.command} on "
+        f"the same configuration file {config}: two checkers would manage the same hostgroups "
+        "under different locks; set that row active = 0 and LOAD SCHEDULER TO RUNTIME"
+    )
+
+
+def legacy_warnings(rows: Sequence[ScheduledRow]) -> list[str]:
+    """One line per active row of a Percona checker: it manages hostgroups too."""
+    return [
+        f"scheduler row id {r.row_id} ({r.filename}) is active and runs {name}, Percona's "
+        "checker: it manages hostgroups too; if they are this checker's, the two move the same "
+        "servers: set that row active = 0"
+        for r in rows
+        if r.active and (name := r.legacy) is not None
+    ]
 
 
 def retire_statements(ids: Sequence[int]) -> tuple[Statement, ...]:

@@ -10,16 +10,20 @@ import stat
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+from checker_core.scheduler import SCHEDULER_ROWS
 from checker_core.settings.config import ConfigError, load
 from checker_core.settings.schema import Checker
 from galera_checker.cli import build as build_galera
 from tests.unit.config_cases import CONFIG, MAIN_CLUSTER, config_file
+from tests.unit.fakes import MemoryAdmin
 
 WriteConfig = Callable[[str], Path]
 ROOT = Path(__file__).resolve().parents[2]
@@ -575,6 +579,147 @@ def test_scheduler_row_spellings() -> None:
     ):
         assert config_named([*args, None, None]) == "/etc/c.toml", args
     assert config_named(["run", None]) is None
+
+
+# ------------------------------------------------- install-scheduler beside other checkers
+
+
+class SchedulerAdmin(MemoryAdmin):
+    """ProxySQL's admin holding `scheduler` rows (id, active, filename, arg1..arg5)."""
+
+    def __init__(self, rows: list[tuple[object, ...]]) -> None:
+        super().__init__(())
+        self.scheduler = rows
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        if sql == SCHEDULER_ROWS:
+            self.sent.append(sql)
+            return list(self.scheduler)
+        return super().execute(sql, params)
+
+
+def _row(row_id: int, active: int, filename: str, *args: str) -> tuple[object, ...]:
+    padded = [*args, *([None] * (5 - len(args)))]
+    return (row_id, active, filename, *padded)
+
+
+@dataclass(frozen=True)
+class Beside:
+    name: str
+    rows: Callable[[Path], list[tuple[object, ...]]]  # given the configuration file
+    code: int
+    said: str  # a line of the output, "{config}" the file's resolved path
+    writes: bool
+
+
+BESIDE = [
+    Beside(
+        "an active gr-checker row on the same file",
+        lambda c: [_row(7, 1, "/usr/local/bin/gr-checker", "-c", str(c), "run")],
+        2,
+        "scheduler row id 7 (/usr/local/bin/gr-checker) is active and runs gr-checker on the "
+        "same configuration file {config}: two checkers would manage the same hostgroups",
+        False,
+    ),
+    Beside(
+        "an active gr-checker module row on the same file",
+        lambda c: [_row(3, 1, "/usr/bin/python3", "-m", "gr_checker", f"--config={c}", "run")],
+        2,
+        "scheduler row id 3 (/usr/bin/python3) is active and runs gr-checker",
+        False,
+    ),
+    Beside(
+        "an inactive gr-checker row on the same file",
+        lambda c: [_row(7, 0, "/usr/local/bin/gr-checker", f"--config={c}", "run")],
+        0,
+        "scheduler row inserted",
+        True,
+    ),
+    Beside(
+        "an active gr-checker row on another file",
+        lambda c: [_row(7, 1, "/usr/local/bin/gr-checker", "--config=/etc/other.toml", "run")],
+        0,
+        "scheduler row inserted",
+        True,
+    ),
+    Beside(
+        "this checker's own active row is replaced",
+        lambda c: [_row(4, 1, "/opt/old/galera-checker", f"--config={c}", "run")],
+        0,
+        "scheduler row updated (id 4)",
+        True,
+    ),
+    Beside(
+        "Percona's legacy checker active",
+        lambda c: [_row(2, 1, "/var/lib/proxysql/proxysql_galera_checker.sh", "10", "11")],
+        0,
+        "warning: scheduler row id 2 (/var/lib/proxysql/proxysql_galera_checker.sh) is active "
+        "and runs proxysql_galera_checker.sh, Percona's checker: it manages hostgroups too",
+        True,
+    ),
+    Beside(
+        "Percona's legacy checker under its interpreter",
+        lambda c: [_row(5, 1, "/usr/bin/perl", "/var/lib/proxysql/galera_check.pl", "-H 10:W")],
+        0,
+        "warning: scheduler row id 5 (/usr/bin/perl) is active and runs galera_check.pl",
+        True,
+    ),
+    Beside(
+        "pxc_scheduler_handler active",
+        lambda c: [_row(9, 1, "/usr/bin/pxc_scheduler_handler", "--configfile=x.toml")],
+        0,
+        "warning: scheduler row id 9 (/usr/bin/pxc_scheduler_handler) is active and runs "
+        "pxc_scheduler_handler",
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", BESIDE, ids=[c.name for c in BESIDE])
+def test_install_scheduler_beside_other_checkers(
+    write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch, case: Beside
+) -> None:
+    """A row of the other checker active on the same configuration file is refused in one line
+    naming it, and nothing is written; Percona's checkers active warn; an inactive row, another
+    file's, or this checker's own (replaced) is no refusal."""
+    from checker_core import scheduler
+    from checker_core.edges.proxysql import AdminClient
+
+    path = write_config(CONFIG)
+    admin = SchedulerAdmin(case.rows(path))
+    monkeypatch.setattr(AdminClient, "connect", classmethod(lambda cls, _s: admin))
+    script = scheduler.Executable("/usr/local/bin/galera-checker")
+    monkeypatch.setattr(scheduler, "executable", lambda _c: script)
+    done = CliRunner().invoke(
+        build_galera(), ["--config", str(path), "install-scheduler", "--apply"]
+    )
+    said = case.said.replace("{config}", str(path.resolve()))
+    assert done.exit_code == case.code, done.output
+    assert said in done.output
+    assert bool(admin.writes()) == case.writes, admin.sent
+    if case.code:
+        assert done.output.strip().splitlines() == [done.output.strip()]
+        assert done.output.strip().endswith("; nothing changed")
+    else:
+        assert "LOAD SCHEDULER TO RUNTIME" in admin.writes()
+
+
+@pytest.mark.parametrize("case", [c for c in BESIDE if c.code or "warning" in c.said],
+                         ids=lambda c: c.name)  # fmt: skip
+def test_check_config_warns_of_the_scheduler_rows_beside_it(
+    write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch, case: Beside
+) -> None:
+    """What install-scheduler refuses or warns of, check-config warns of when it reads ProxySQL,
+    and writes nothing."""
+    from checker_core.edges.proxysql import AdminClient
+
+    path = write_config(CONFIG)
+    admin = SchedulerAdmin(case.rows(path))
+    monkeypatch.setattr(AdminClient, "connect", classmethod(lambda cls, _s: admin))
+    done = CliRunner().invoke(build_galera(), ["--config", str(path), "check-config"])
+    said = case.said.replace("{config}", str(path.resolve())).removeprefix("warning: ")
+    assert f"warning: {said}" in done.output, done.output
+    assert not admin.writes()
 
 
 # ---------------------------------------------------------------- the net
