@@ -161,6 +161,9 @@ def _proxysql_cluster_line(settings: Settings) -> tuple[str, list[str]]:
             refused = native.conflicts(admin, settings.clusters)
             if refused:
                 _bad_input(settings, list(refused.values()))
+            unreadable = _unreadable_rows(admin, settings)
+            if unreadable:
+                _bad_input(settings, unreadable)
             warnings = _scheduler_warnings(admin, settings)
             if proxysql.cluster == "off":
                 return "off (this checker acts whatever the peers)", warnings
@@ -180,6 +183,19 @@ def _proxysql_cluster_line(settings: Settings) -> tuple[str, list[str]]:
     except NotAPeer as exc:
         _bad_input(settings, [str(exc)])
     return f"this proxy is {proxysql.me}; {leadership.reason}", warnings
+
+
+def _unreadable_rows(admin: AdminClient, settings: Settings) -> list[str]:
+    """Each cluster's rows read as its pass reads them: a row no pass can use is a problem."""
+    from checker_core.core.model import BadRow
+
+    problems = []
+    for cluster in settings.clusters:
+        try:
+            admin.read_rows(cluster.hostgroups.all)
+        except BadRow as exc:
+            problems.append(f"cluster {cluster.name}: {exc}")
+    return problems
 
 
 def _scheduler_warnings(admin: AdminClient, settings: Settings) -> list[str]:

@@ -51,3 +51,19 @@ def host_problem(host: str, *, socket_port: int | None = None) -> str | None:
     if socket_port is not None and _is_socket_path(host):
         return f"{host!r} is a unix socket path, which needs port 0, not {socket_port}"
     return f"{host!r} is not a host name or an IP address"
+
+
+MAX_PORT = 65535
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """None when `port` can reach `host` in a mysql_servers row; otherwise what is wrong, in
+    words. Port 0 is ProxySQL's mark of a unix socket path, never a TCP port."""
+    if port == 0 and not _is_socket_path(host):
+        return (
+            f"port 0 beside the network host {host!r}: a TCP port is 1-{MAX_PORT} (port 0 is "
+            "only for a unix socket path)"
+        )
+    if not 0 <= port <= MAX_PORT:
+        return f"port {port} is not a TCP port (1-{MAX_PORT})"
+    return None

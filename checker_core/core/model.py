@@ -6,7 +6,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 
-from checker_core.core.hostname import host_problem
+from checker_core.core.hostname import host_problem, port_problem
 
 
 class ServerStatus(enum.Enum):
@@ -127,6 +127,9 @@ class ServerRow:
         problem = None if any_host else host_problem(hostname, socket_port=ints["port"])
         if problem is not None:
             raise BadRow(f"{where}: hostname {problem}")
+        problem = port_problem(hostname, ints["port"])
+        if problem is not None:
+            raise BadRow(f"{where}: {problem}")
         return cls(
             hostname=hostname,
             status=status,

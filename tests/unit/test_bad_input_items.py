@@ -10,7 +10,7 @@ import stat
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from checker_core.core.model import ClusterRows, ServerRow, sort_rows
 from checker_core.scheduler import SCHEDULER_ROWS
 from checker_core.settings.config import ConfigError, load
 from checker_core.settings.schema import Checker
@@ -719,6 +720,72 @@ def test_check_config_warns_of_the_scheduler_rows_beside_it(
     done = CliRunner().invoke(build_galera(), ["--config", str(path), "check-config"])
     said = case.said.replace("{config}", str(path.resolve())).removeprefix("warning: ")
     assert f"warning: {said}" in done.output, done.output
+    assert not admin.writes()
+
+
+# ---------------------------------------------------------------- a row's port
+
+
+def _raw(hostgroup: int, host: str, port: int) -> tuple[object, ...]:
+    """A row as ProxySQL's admin answers it: every column a string."""
+    return (str(hostgroup), host, str(port), "0", "ONLINE", "1000", "0", "1000", "0", "0", "0", "")
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "problem"),
+    [
+        ("db1", 0, "port 0 beside the network host 'db1': a TCP port is 1-65535 (port 0 is only "
+         "for a unix socket path)"),
+        ("10.0.0.5", 0, "port 0 beside the network host '10.0.0.5'"),
+        ("::1", 0, "port 0 beside the network host '::1'"),
+        ("db1", 70000, "port 70000 is not a TCP port (1-65535)"),
+        ("db1", -1, "port -1 is not a TCP port (1-65535)"),
+        ("/var/run/mysqld/mysqld.sock", 0, None),
+        ("db1", 3306, None),
+        ("db1", 65535, None),
+    ],
+)  # fmt: skip
+def test_a_row_port_that_reaches_no_server_names_the_row(
+    host: str, port: int, problem: str | None
+) -> None:
+    from checker_core.core.model import BadRow, ServerRow
+
+    raw = _raw(101, host, port)
+    if problem is None:
+        assert ServerRow.from_admin(raw).node.port == port
+        return
+    with pytest.raises(BadRow) as info:
+        ServerRow.from_admin(raw)
+    assert str(info.value).startswith(f"row (101, {host}, {port}): {problem}")
+
+
+class RawRowsAdmin(MemoryAdmin):
+    """An admin whose rows are parsed from what ProxySQL answers, as AdminClient parses them."""
+
+    def __init__(self, raw: list[tuple[object, ...]]) -> None:
+        super().__init__(())
+        self.raw = raw
+
+    def read_rows(self, hostgroups: Iterable[int]) -> ClusterRows:
+        wanted = set(hostgroups)
+        rows = sort_rows(ServerRow.from_admin(r) for r in self.raw if int(str(r[0])) in wanted)
+        return ClusterRows(rows, rows)
+
+
+@pytest.mark.parametrize("command", ["run", "check-config", "status", "adopt"])
+def test_a_port_0_row_is_refused_alike_by_every_command(
+    write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """check-config says what run says of a row no pass can use: the row, exit 2, nothing
+    written."""
+    from checker_core.edges.proxysql import AdminClient
+
+    path = write_config(CONFIG)
+    admin = RawRowsAdmin([_raw(8100, "db1", 3306), _raw(8101, "db1", 3306), _raw(101, "db2", 0)])
+    monkeypatch.setattr(AdminClient, "connect", classmethod(lambda cls, _s: admin))
+    done = CliRunner().invoke(build_galera(), ["--config", str(path), command])
+    assert done.exit_code == 2, done.output
+    assert "row (101, db2, 0): port 0 beside the network host 'db2'" in done.output
     assert not admin.writes()
 
 
