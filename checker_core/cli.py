@@ -57,6 +57,16 @@ def load_settings(inv: Invocation) -> Settings:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class ConfigPath(click.Path):
+    """--config's file: an empty argument is named as such, not read as the current directory
+    (a Path of "" is ".")."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value:
+            fail("--config: empty path", Exit.BAD_INPUT)
+        return super().convert(value, param, ctx)
+
+
 def config_options(func: F) -> F:
     """--config and --set, accepted before and after the command name."""
     func = click.option(
@@ -70,7 +80,7 @@ def config_options(func: F) -> F:
         "--config",
         "-c",
         "config",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=ConfigPath(dir_okay=False, path_type=Path),
         help="TOML configuration file (default: $CHECKER_CONFIG).",
     )(func)
 

@@ -830,3 +830,26 @@ def test_config_that_is_not_a_regular_file(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     assert stat.S_ISFIFO(fifo.stat().st_mode)
     assert problems_of(fifo) == [f"config: {fifo} is not a regular file"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--config", "", "check-config"],
+        ["-c", "", "run"],
+        ["--config=", "status"],
+        ["check-config", "-c", ""],
+        ["install-scheduler", "--config="],
+    ],
+)
+def test_an_empty_config_path_is_named_as_such(args: list[str], tmp_path: Path) -> None:
+    """Not "'.' is a directory": a Path of "" is the current directory."""
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        result = CliRunner().invoke(build_galera(), args)
+    finally:
+        os.chdir(cwd)
+    assert result.exit_code == 2, result.output
+    assert result.output == "--config: empty path\n"
+    assert not list(tmp_path.iterdir())
