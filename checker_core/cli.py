@@ -103,10 +103,17 @@ def make_group(checker: Checker, help_text: str, kind: Callable[[], CheckerKind]
 @click.pass_obj
 def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...]) -> None:
     """Validate the configuration; list every problem with its key (exit 2) or summarise it."""
+    from checker_core.edges.memory import StateStore, unwritable
     from checker_core.report import summary
 
     settings = load_settings(inv.merged(config, overrides))
-    # what only ProxySQL can tell is asked first: a refusal must not follow an "ok"
+    # what a pass would refuse is refused here too, before an "ok": the state directory where
+    # every applying pass takes its lock, then what only ProxySQL can tell
+    store = StateStore(settings.run.state_dir, inv.checker, _names(settings))
+    locks = [store.lock_path(cluster.name) for cluster in settings.clusters]
+    problem = unwritable(settings.run.state_dir, locks)
+    if problem is not None:
+        _bad_input(settings, [problem])
     cluster_line, scheduler_warnings = _proxysql_cluster_line(settings)
     click.echo(f"{settings.source}: ok ({inv.checker.command})")
     proxysql = settings.proxysql

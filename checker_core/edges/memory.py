@@ -10,7 +10,7 @@ import contextlib
 import functools
 import json
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +21,32 @@ from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:
     from checker_core.core.leadership import PeerMemory
+
+
+def unwritable(
+    state_dir: Path, locks: Collection[Path], access: Callable[[Path, int], bool] = os.access
+) -> str | None:
+    """Why an applying pass could not create or write its lock file, if it could not, asked of
+    the filesystem without writing anything (check-config changes nothing): the directory
+    itself, or while it is missing the nearest parent that exists, must let this user create
+    files in it, and a lock file already there must open for writing. `access` is os.access:
+    it knows what the mode bits do not say (root's rights, a read-only mount, an immutable
+    directory)."""
+    where = state_dir
+    while not where.exists() and where.parent != where:
+        where = where.parent
+    denied: Path | None = None
+    if where.is_dir() and not access(where, os.W_OK | os.X_OK):
+        denied = where
+    else:
+        held = [lock for lock in locks if lock.exists() and not access(lock, os.R_OK | os.W_OK)]
+        denied = held[0] if held else None
+    if denied is None:
+        return None
+    return (
+        f"run.state_dir {state_dir}: cannot create or write its lock file ({denied} is not "
+        "writable by this user)"
+    )
 
 
 class StateStore:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import socket
 import stat
 import subprocess
@@ -853,3 +854,93 @@ def test_an_empty_config_path_is_named_as_such(args: list[str], tmp_path: Path) 
     assert result.exit_code == 2, result.output
     assert result.output == "--config: empty path\n"
     assert not list(tmp_path.iterdir())
+
+
+# ---------------------------------------------------------------- a state directory not writable
+
+
+@pytest.mark.parametrize(
+    ("made", "denied", "said"),
+    [
+        (("state",), (), None),
+        ((), (), None),  # missing: the pass makes it in a parent it may write
+        (("state",), ("state",), "({tmp}/state is not writable by this user)"),
+        ((), ("",), "({tmp} is not writable by this user)"),
+        (("state", "state/galera.main.lock"), ("state/galera.main.lock",),
+         "({tmp}/state/galera.main.lock is not writable by this user)"),
+        (("state", "state/galera.other.lock"), ("state/galera.other.lock",), None),
+    ],
+)  # fmt: skip
+def test_a_state_directory_a_pass_cannot_write_is_named(
+    tmp_path: Path, made: tuple[str, ...], denied: tuple[str, ...], said: str | None
+) -> None:
+    """What an applying pass needs of run.state_dir, asked of the filesystem (os.access, here a
+    fake saying which paths are not writable) without writing anything."""
+    from checker_core.edges.memory import unwritable
+
+    for name in made:
+        where = tmp_path / name
+        where.mkdir() if name == "state" else where.write_text("1\n")
+    refused = {tmp_path / name if name else tmp_path for name in denied}
+    before = sorted(tmp_path.rglob("*"))
+    state = tmp_path / "state"
+    found = unwritable(state, [state / "galera.main.lock"], lambda path, _mode: path not in refused)
+    assert sorted(tmp_path.rglob("*")) == before
+    if said is None:
+        assert found is None
+    else:
+        expected = said.replace("{tmp}", str(tmp_path))
+        assert found == f"run.state_dir {state}: cannot create or write its lock file {expected}"
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[Callable[[Path], None]]:
+    """Makes a path this process cannot write: mode bits, or for root (whom they do not stop)
+    the immutable attribute, where the filesystem has one."""
+    made: list[Path] = []
+
+    def make(path: Path) -> None:
+        if os.geteuid() != 0:
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        else:
+            made_immutable = (
+                shutil.which("chattr") is not None
+                and not (
+                    subprocess.run(["chattr", "+i", str(path)], check=False, capture_output=True)
+                ).returncode
+            )
+            if not made_immutable:
+                pytest.skip("root, and no immutable attribute here")
+        made.append(path)
+        assert not os.access(path, os.W_OK)
+
+    yield make
+    for path in made:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+        else:
+            path.chmod(0o755)
+
+
+@pytest.mark.parametrize("what", ["directory", "lock file"])
+def test_check_config_refuses_a_state_directory_run_refuses(
+    write_config: WriteConfig, tmp_path: Path, read_only: Callable[[Path], None], what: str
+) -> None:
+    """check-config passed while every run refused: both now say the same of run.state_dir."""
+    path = write_config(CONFIG)
+    state = tmp_path / "state"
+    state.mkdir()
+    if what == "directory":
+        read_only(state)
+    else:
+        (state / "galera.main.lock").write_text("")
+        read_only(state / "galera.main.lock")
+    # the run's reason is the OS's (EACCES, or EPERM for an immutable path)
+    said = f"run.state_dir {state}: cannot create or write its lock file ("
+    checked = CliRunner().invoke(build_galera(), ["--config", str(path), "check-config"])
+    assert checked.exit_code == 2, checked.output
+    assert checked.output.splitlines() == [f"{path}: 1 problem(s):", checked.output.splitlines()[1]]
+    assert said in checked.output
+    ran = CliRunner().invoke(build_galera(), ["--config", str(path), "run"])
+    assert ran.exit_code == 2, ran.output
+    assert said in ran.output
