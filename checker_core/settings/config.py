@@ -612,6 +612,12 @@ def _timing_warnings(monitor: Endpoint, proxysql: Endpoint, run: RunSettings) ->
             f"run.max_runtime_ms ({run.max_runtime_ms}): an admin that does not answer is "
             "reported as a pass cut short"
         )
+    if proxysql.read_timeout_ms > run.max_runtime_ms:
+        found.append(
+            f"proxysql.read_timeout_ms ({proxysql.read_timeout_ms}) is above "
+            f"run.max_runtime_ms ({run.max_runtime_ms}): an admin statement that hangs is "
+            "cut off by the pass's deadline, not by this timeout"
+        )
     if run.max_runtime_ms > run.interval_ms * 0.9:
         found.append(
             f"run.max_runtime_ms ({run.max_runtime_ms}) leaves less than a tenth of "

@@ -120,10 +120,11 @@ KEYS: tuple[Key, ...] = (
         "proxysql",
         "read_timeout_ms",
         int,
-        2000,
-        "Admin read/write timeout per statement.",
+        1500,
+        "Admin read/write timeout per statement; keep it below run.max_runtime_ms, or a hung "
+        "admin statement is cut off by the pass's deadline instead.",
         minimum=1,
-        maximum=600000,
+        maximum=60000,
     ),
     Key(
         "proxysql",

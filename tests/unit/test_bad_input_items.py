@@ -322,7 +322,38 @@ def test_timeouts_that_cannot_fit_warn(write_config: WriteConfig) -> None:
         for w in warnings
     )
     assert any(w.startswith("proxysql.connect_timeout_ms (1000) is not below") for w in warnings)
+    # the default read timeout is above this max_runtime_ms too
+    assert any(w.startswith("proxysql.read_timeout_ms (1500) is above") for w in warnings)
     assert load(write_config(CONFIG), Checker.GALERA, env={}).warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("read_timeout_ms", "problem", "warning"),
+    [
+        ("600000", "proxysql.read_timeout_ms: must be <= 60000, got 600000", None),
+        ("60001", "proxysql.read_timeout_ms: must be <= 60000, got 60001", None),
+        ("5000", None, "proxysql.read_timeout_ms (5000) is above run.max_runtime_ms (1800): an "
+         "admin statement that hangs is cut off by the pass's deadline, not by this timeout"),
+        ("1801", None, "proxysql.read_timeout_ms (1801) is above run.max_runtime_ms (1800)"),
+        ("1800", None, None),
+        (None, None, None),  # the default fits the default pass
+    ],
+)  # fmt: skip
+def test_the_admin_read_timeout_is_bounded_like_the_others(
+    write_config: WriteConfig, read_timeout_ms: str | None, problem: str | None, warning: str | None
+) -> None:
+    line = "" if read_timeout_ms is None else f"\nread_timeout_ms = {read_timeout_ms}"
+    text = CONFIG.replace('password = "admin-pw"', f'password = "admin-pw"{line}')
+    path = write_config(text)
+    if problem is not None:
+        assert problems_of(path) == [problem]
+        return
+    warnings = load(path, Checker.GALERA, env={}).warnings
+    if warning is None:
+        assert warnings == ()
+    else:
+        (found,) = warnings
+        assert found.startswith(warning)
 
 
 def test_byte_order_mark_is_accepted(tmp_path: Path) -> None:
