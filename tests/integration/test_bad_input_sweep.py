@@ -184,6 +184,8 @@ FILES = [
         lean=True,
     ),
     Case("config-is-fifo", "{tmp}/fifo is not a regular file", config="{tmp}/fifo"),
+    Case("config-empty", "--config: empty path", config=""),
+    Case("config-empty-run", "--config: empty path", config="", args=("run",)),
     key("proxysql", "password_file", '"{tmp}/nope.pw"', "proxysql.password_file: cannot read"),
     key(
         "proxysql",
@@ -662,6 +664,17 @@ ROWS = [
     Case("row-adopt", "is not a host name", args=("adopt",), sql=_row("db 1")),
     *(
         Case(
+            f"row-port-0-{' '.join(args) or 'lean'}",
+            "row (101, db2, 0): port 0 beside the network host 'db2'",
+            args=args,
+            lean=not args,
+            sql=_row("db2", 0),
+            problems=None,
+        )
+        for args in (("run",), ("check-config",), ("status",), ())
+    ),
+    *(
+        Case(
             f"native-{name}-{' '.join(args)}",
             needle,
             args=args,
@@ -727,6 +740,20 @@ ROWS = [
         checker=Checker.GR,
         args=("run",),
         sql=(_NATIVE["gr"], LOAD),
+    ),
+]
+
+SCHEDULER = [
+    Case(
+        "scheduler-gr-checker-beside",
+        "scheduler row id 77 (/usr/local/bin/gr-checker) is active and runs gr-checker on the "
+        "same configuration file {config}",
+        args=("install-scheduler", "--apply"),
+        sql=(
+            "INSERT INTO scheduler (id, active, interval_ms, filename, arg1, arg2) "
+            "VALUES (77, 1, 2000, '/usr/local/bin/gr-checker', '-c {config}', 'run')",
+            "LOAD SCHEDULER TO RUNTIME",
+        ),
     ),
 ]
 
@@ -825,6 +852,7 @@ CASES = (
     + ENVIRONMENT
     + SEMANTICS
     + ROWS
+    + SCHEDULER
     + ADMIN
 )
 
@@ -1038,7 +1066,7 @@ def run_case(case: Case, world: World, capsys: pytest.CaptureFixture[str]) -> tu
         assert code is not None
         return code, out.out + out.err
     build = build_galera if case.checker is Checker.GALERA else build_gr
-    argv = (["--config", config] if config else []) + args
+    argv = (["--config", config] if config is not None else []) + args
     result = CliRunner().invoke(build(), argv, env=env)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         import traceback
@@ -1063,7 +1091,7 @@ def test_bad_input(case: Case, world: World, capsys: pytest.CaptureFixture[str])
     path.chmod(0o600)
     with admin_cursor(world.lab) as cur:
         for statement in case.sql:
-            cur.execute(statement)
+            cur.execute(world.fill(statement))
     before = snapshot(world)
     code, output = run_case(case, world, capsys)
     after = snapshot(world)
