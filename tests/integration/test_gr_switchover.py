@@ -10,6 +10,7 @@ this file's rig puts it back after each one). Election weights: member 3 > membe
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -30,6 +31,8 @@ from tests.integration.rig import (
     child_env,
 )
 from tests.integration.test_galera_checker import snapshot
+from tests.lab.accounts import APP_PASSWORD, APP_USER
+from tests.lab.paths import LOOPBACK
 from tests.lab.process import wait_until
 
 pytestmark = [pytest.mark.gr, pytest.mark.proxysql]
@@ -225,3 +228,50 @@ def test_a_running_daemon_keeps_the_new_primary(
         assert daemon.stop() == 0
     assert rig.writers == {m2}
     assert gr.primary_index() == 2
+
+
+@contextlib.contextmanager
+def held_outside_a_transaction(rig: Rig, node: NodeAddress) -> Iterator[None]:
+    """A client holding a backend connection to `node` in the writer hostgroup with no
+    transaction open (the group does not wait for it): a user variable stops ProxySQL from
+    multiplexing the session, so the connection stays in use. The emulator routes nothing and
+    plays the held connection with its lab statement."""
+    import pymysql
+
+    lab = rig.proxysql
+    if not lab.is_real:
+        with lab.hold(HG.writer, node.host, node.port):
+            yield
+        return
+    port = lab.route_app_user(HG.writer)
+    client = pymysql.connect(
+        host=LOOPBACK, port=port, user=APP_USER, password=APP_PASSWORD, connect_timeout=5
+    )
+    try:
+        with client.cursor() as cur:
+            cur.execute("SET @held = 1")
+            cur.execute("SELECT @@port")
+            row = cur.fetchone()
+        assert row is not None and int(row[0]) == node.port, row
+        yield
+    finally:
+        client.close()
+
+
+def test_switchover_is_done_while_a_client_still_holds_the_old_primary(
+    rig: Rig, gr: Any, members: list[NodeAddress]
+) -> None:
+    """ProxySQL keeps the old primary OFFLINE_HARD in runtime while a client holds a connection
+    to it. That row routes nothing and the pass never counts it (nor stages it), so the move is
+    done, exit 0, instead of waiting for the row to go until --timeout."""
+    m1, m2, _ = members
+    rig.passes(1)
+    assert rig.writers == {m1}
+    with held_outside_a_transaction(rig, m1):
+        code, out = finish(switchover(rig, f"--to={m2}", "--timeout=20"))
+        left = [r.status for r in rig.live_raw() if (r.hostgroup_id, r.node) == (HG.writer, m1)]
+    assert code == 0, out
+    assert f"switchover to {m2} done" in out
+    assert left == [ServerStatus.OFFLINE_HARD], out
+    assert gr.primary_index() == 2
+    assert rig.writers == {m2}
