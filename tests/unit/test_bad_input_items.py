@@ -720,7 +720,7 @@ def test_install_scheduler_beside_other_checkers(
 
     path = write_config(CONFIG)
     admin = SchedulerAdmin(case.rows(path))
-    monkeypatch.setattr(AdminClient, "connect", classmethod(lambda cls, _s: admin))
+    monkeypatch.setattr(AdminClient, "connect", classmethod(lambda cls, _s, _deadline=None: admin))
     script = scheduler.Executable("/usr/local/bin/galera-checker")
     monkeypatch.setattr(scheduler, "executable", lambda _c: script)
     done = CliRunner().invoke(
@@ -748,7 +748,7 @@ def test_check_config_warns_of_the_scheduler_rows_beside_it(
 
     path = write_config(CONFIG)
     admin = SchedulerAdmin(case.rows(path))
-    monkeypatch.setattr(AdminClient, "connect", classmethod(lambda cls, _s: admin))
+    monkeypatch.setattr(AdminClient, "connect", classmethod(lambda cls, _s, _deadline=None: admin))
     done = CliRunner().invoke(build_galera(), ["--config", str(path), "check-config"])
     said = case.said.replace("{config}", str(path.resolve())).removeprefix("warning: ")
     assert f"warning: {said}" in done.output, done.output
@@ -814,7 +814,7 @@ def test_a_port_0_row_is_refused_alike_by_every_command(
 
     path = write_config(CONFIG)
     admin = RawRowsAdmin([_raw(8100, "db1", 3306), _raw(8101, "db1", 3306), _raw(101, "db2", 0)])
-    monkeypatch.setattr(AdminClient, "connect", classmethod(lambda cls, _s: admin))
+    monkeypatch.setattr(AdminClient, "connect", classmethod(lambda cls, _s, _deadline=None: admin))
     done = CliRunner().invoke(build_galera(), ["--config", str(path), command])
     assert done.exit_code == 2, done.output
     assert "row (101, db2, 0): port 0 beside the network host 'db2'" in done.output
