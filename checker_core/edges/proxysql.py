@@ -341,10 +341,14 @@ class AdminClient:
             row = self._parsed[values] = ServerRow.from_admin(values)
         return row
 
-    def read_staging(self, hostgroups: Iterable[int]) -> tuple[ServerRow, ...]:
+    def read_staging(
+        self, hostgroups: Iterable[int], *, any_host: bool = False
+    ) -> tuple[ServerRow, ...]:
+        """The staged rows of `hostgroups`; `any_host`: every row taken as ProxySQL holds it,
+        whatever its hostname (rows put back or set aside as read, never judged here)."""
         wanted = sorted(set(hostgroups))
         rows = self.execute(_select("mysql_servers", len(wanted)), wanted)
-        return sort_rows(ServerRow.from_admin(values) for values in rows)
+        return sort_rows(ServerRow.from_admin(values, any_host=any_host) for values in rows)
 
     def connections_in_use(self, hostgroups: Iterable[int]) -> dict[tuple[int, NodeAddress], int]:
         """ConnUsed per (hostgroup, server): how far a drain has got, and what holds a removed
@@ -389,8 +393,11 @@ class AdminClient:
         desired: Sequence[ServerRow],
         writer: int | None,
         writes: _Writes,
+        current: Sequence[ServerRow] | None = None,
     ) -> int:
-        current = self.read_staging(hostgroups)
+        """`current`: the staged rows of `hostgroups` as just read (else read here)."""
+        if current is None:
+            current = self.read_staging(hostgroups)
         statements = staging_statements(hostgroups, current, desired, writer=writer)
         # noted before the first statement goes out: a pass cut short anywhere after it puts
         # back what it wrote, and only that
@@ -532,7 +539,10 @@ class AdminClient:
         own = checked if not whole.live(hg.templates) else list(hg.managed)
         aside = set_aside(whole, own)
         if aside:
-            staged += self._stage(aside.hostgroups, aside.live, None, writes)
+            # another cluster's or an operator's rows, taken as read: a row this pass could
+            # not judge (a malformed hostname) is no reason to fail this cluster's LOAD
+            current = whole.staged(aside.hostgroups)
+            staged += self._stage(aside.hostgroups, aside.live, None, writes, current)
             again = self.read_whole()
             # ours staged still as written, every other row as live: else never loaded
             ours = sort_rows(r for r in wanted if r.hostgroup_id in own)
@@ -563,7 +573,7 @@ class AdminClient:
         hostgroups = sorted(writes.hostgroups)
 
         def put_back(admin: AdminClient) -> None:
-            current = admin.read_staging(hostgroups)
+            current = admin.read_staging(hostgroups, any_host=True)
             wanted = undone(writes.before, writes.wrote, current)
             for statement in staging_statements(
                 hostgroups, current, wanted, writer=plan.hostgroups.writer

@@ -26,9 +26,18 @@ def sim() -> Iterator[SimNodes]:
         yield fleet
 
 
+# a node is silent only once it had its whole read timeout (rule S12): the hung node's probe
+# waits past it
+READ_TIMEOUT_S = 1.0
+
+
 @pytest.fixture
 def prober() -> Iterator[Prober]:
-    made = Prober(Endpoint("monitor", Secret("x"), Tls(), 1000, 1000), probe, persistent=True)
+    made = Prober(
+        Endpoint("monitor", Secret("x"), Tls(), 1000, int(READ_TIMEOUT_S * 1000)),
+        probe,
+        persistent=True,
+    )
     yield made
     made.close()
 
@@ -112,7 +121,8 @@ def test_a_hung_node_is_silent_at_the_deadline_and_the_others_answer(
     names, nodes = opened(sim, prober)
     assert len(prober.idle()) == 3
     with sim.in_mode(names[2], "hang"):
-        results = prober.probe_all(nodes, time.monotonic() + 0.3)
+        # past the read timeout (1000 ms): the hung node had its whole time to answer
+        results = prober.probe_all(nodes, time.monotonic() + READ_TIMEOUT_S + 0.3)
         open_after = {node for node, _ in prober.idle().values()}
     assert results[nodes[0]].answered and results[nodes[1]].answered
     assert results[nodes[2]].how_failed is ProbeFailure.SILENT
@@ -145,7 +155,7 @@ def test_a_connection_lent_and_handed_back_keeps_the_idle_listing_and_a_lost_one
     assert prober.idle() == listed
 
     with sim.in_mode(names[0], "hang"):
-        silent = prober.probe_all(nodes[:1], time.monotonic() + 0.2, watch)
+        silent = prober.probe_all(nodes[:1], time.monotonic() + READ_TIMEOUT_S + 0.2, watch)
     assert silent[nodes[0]].how_failed is ProbeFailure.SILENT
     assert prober.changes != at, "a connection dropped under its question changes the listing"
     assert {node for node, _ in prober.idle().values()} == set(nodes[1:])

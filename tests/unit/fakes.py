@@ -39,7 +39,9 @@ class MemoryAdmin(AdminClient):
             sort_rows(r for r in self.staging.values() if r.hostgroup_id in wanted),
         )
 
-    def read_staging(self, hostgroups: Iterable[int]) -> tuple[ServerRow, ...]:
+    def read_staging(
+        self, hostgroups: Iterable[int], *, any_host: bool = False
+    ) -> tuple[ServerRow, ...]:
         return self.read_rows(hostgroups).staging
 
     def read_whole(self) -> ClusterRows:
