@@ -51,12 +51,13 @@ class SetAside:
     def __bool__(self) -> bool:
         return bool(self.hostgroups)
 
-    def describe(self) -> str:
+    def describe(self, kept_from: str = "loaded") -> str:
+        """In words; `kept_from`: what the edit was kept out of ("loaded", "saved to disk")."""
         parts = [
             f"hostgroup {hg} ({count} row{'s' if count != 1 else ''})"
             for hg, count in self.rows_per_hostgroup
         ]
-        return f"an operator's staged edit of {', '.join(parts)} kept staged, not loaded"
+        return f"an operator's staged edit of {', '.join(parts)} kept staged, not {kept_from}"
 
 
 NOTHING_ASIDE = SetAside((), (), (), ())

@@ -481,6 +481,7 @@ class AdminClient:
         `reconnect`; what it could not put back is said through `warn`.
         """
         hostgroups = list(plan.hostgroups.managed)
+        said = warn or _say_nothing
         if staging_seen is not None and not plan.needs_load:
             kept = self._staged_already
             if kept is None or kept[0] is not plan or kept[1] is not staging_seen:
@@ -488,8 +489,7 @@ class AdminClient:
                 kept = (plan, staging_seen) if seen == sort_rows(plan.desired) else None
                 self._staged_already = kept
             if kept is not None:
-                return self._save(persist and save_owed, staged=0, loaded=False)
-        said = warn or _say_nothing
+                return self._owed_save(plan, persist and save_owed, 0, said, reconnect)
         writes = _Writes()
         try:
             staged, aside = self._stage_plan(plan, writes)
@@ -499,7 +499,7 @@ class AdminClient:
                 raise ApplyFailed(f"staging failed, nothing loaded: {exc}") from None
             raise
         if not plan.needs_load:
-            return self._save(persist and save_owed, staged=staged, loaded=False)
+            return self._owed_save(plan, persist and save_owed, staged, said, reconnect)
         try:
             self.execute(LOAD_SERVERS.sql)
         except AdminQueryFailed as exc:
@@ -537,17 +537,76 @@ class AdminClient:
         self._verify(whole.staged(checked), wanted)
         # templates nobody loaded yet are the roster this pass used: its LOAD carries them
         own = checked if not whole.live(hg.templates) else list(hg.managed)
+        ours = sort_rows(r for r in wanted if r.hostgroup_id in own)
+        aside_staged, aside = self._set_aside(whole, own, ours, writes)
+        return staged + aside_staged, aside
+
+    def _set_aside(
+        self, whole: ClusterRows, own: Sequence[int], ours: Sequence[ServerRow], writes: _Writes
+    ) -> tuple[int, SetAside]:
+        """The staged rows outside `own` that differ from what is live (read in `whole`)
+        staged as live, and read back: `own` staged still as `ours`, every other row as live,
+        else ApplyFailed (and neither LOAD nor SAVE goes out)."""
         aside = set_aside(whole, own)
-        if aside:
-            # another cluster's or an operator's rows, taken as read: a row this pass could
-            # not judge (a malformed hostname) is no reason to fail this cluster's LOAD
-            current = whole.staged(aside.hostgroups)
-            staged += self._stage(aside.hostgroups, aside.live, None, writes, current)
-            again = self.read_whole()
-            # ours staged still as written, every other row as live: else never loaded
-            ours = sort_rows(r for r in wanted if r.hostgroup_id in own)
-            self._verify(again.staged(own), ours, clean=not set_aside(again, own))
+        if not aside:
+            return 0, aside
+        writes.aside |= set(aside.hostgroups)
+        # another cluster's or an operator's rows, taken as read: a row this pass could not
+        # judge (a malformed hostname) is no reason to fail this cluster's LOAD
+        current = whole.staged(aside.hostgroups)
+        staged = self._stage(aside.hostgroups, aside.live, None, writes, current)
+        again = self.read_whole()
+        self._verify(again.staged(own), ours, clean=not set_aside(again, own))
         return staged, aside
+
+    def _owed_save(
+        self,
+        plan: Plan,
+        wanted: bool,
+        staged: int,
+        said: Callable[[str], None],
+        reconnect: Callable[[], AdminClient] | None,
+    ) -> ApplyResult:
+        """The SAVE an earlier pass owes, with nothing to load. A SAVE writes the whole of
+        mysql_servers to disk, so staged rows outside the managed hostgroups that differ from
+        what is live (an operator's edit in progress) are set aside around it as around a
+        LOAD: disk then holds what is live for every row this pass did not write, and a
+        ProxySQL restart makes live nothing nobody loaded. When they cannot be set aside,
+        nothing is saved and the SAVE stays owed."""
+        if not wanted:
+            return ApplyResult(staged=staged, loaded=False, saved=False)
+        writes = _Writes()
+        own = list(plan.hostgroups.managed)
+        try:
+            whole = self.read_whole()
+            aside_staged, aside = self._set_aside(whole, own, whole.staged(own), writes)
+        except BaseException as exc:
+            self._put_back(plan, writes, exc, said, reconnect, held="a SAVE")
+            if isinstance(exc, _IN_STEP):
+                return ApplyResult(
+                    staged=staged,
+                    loaded=False,
+                    saved=False,
+                    save_error=(
+                        "SAVE MYSQL SERVERS TO DISK still owed, not run: the staged rows of "
+                        f"hostgroups this pass does not manage could not be set aside ({exc})"
+                    ),
+                )
+            raise
+        staged += aside_staged
+        if aside:
+            said(aside.describe(kept_from="saved to disk"))
+        try:
+            # before the write-back: disk is what is live, never an edit nobody loaded
+            result = self._save(True, staged=staged, loaded=False)
+        except BaseException as exc:
+            self._write_back(aside, exc, said, reconnect, after="SAVE")
+            raise
+        # a SAVE that went out wrote what is live there, not the edit
+        disk = "disk as runtime" if result.saved else "disk unchanged"
+        unchanged = f"runtime unchanged, {disk}"
+        self._write_back(aside, None, said, reconnect, after="SAVE", unchanged=unchanged)
+        return result
 
     def _verify(
         self, readback: Sequence[ServerRow], wanted: Sequence[ServerRow], *, clean: bool = True
@@ -564,10 +623,13 @@ class AdminClient:
         failure: BaseException,
         said: Callable[[str], None],
         reconnect: Callable[[], AdminClient] | None,
+        *,
+        held: str = "a LOAD",
     ) -> None:
         """The rows this call wrote put back as it read them (never what is live: staging
         holds the operator's intent), so nobody's LOAD makes a plan live that this pass did
-        not. A row someone else wrote since stays theirs."""
+        not. A row someone else wrote since stays theirs. `held`: the statement that did not
+        go out."""
         if not writes.wrote:
             return
         hostgroups = sorted(writes.hostgroups)
@@ -583,9 +645,8 @@ class AdminClient:
         problem = self._on_a_working_connection(put_back, failure, reconnect)
         if problem is None:
             return
-        own = set(plan.hostgroups.all)
-        mine = {k: r for k, r in writes.wrote.items() if k[0] in own}
-        theirs = {k: r for k, r in writes.wrote.items() if k[0] not in own}
+        mine = {k: r for k, r in writes.wrote.items() if k[0] not in writes.aside}
+        theirs = {k: r for k, r in writes.wrote.items() if k[0] in writes.aside}
         if mine:
             rows = "; ".join(left_half_written(writes.before, mine))
             said(
@@ -594,10 +655,11 @@ class AdminClient:
             )
         if theirs:
             groups = ", ".join(str(hg) for hg in sorted({k[0] for k in theirs}))
+            unchanged = "runtime and disk unchanged" if "SAVE" in held else "runtime unchanged"
             said(
                 f"an operator's staged edit of hostgroup {groups} was set aside as live for "
-                f"a LOAD that did not go out, and could not be written back ({problem}): it "
-                "is gone from mysql_servers; runtime unchanged"
+                f"{held} that did not go out, and could not be written back ({problem}): it "
+                f"is gone from mysql_servers; {unchanged}"
             )
 
     def _write_back(
@@ -606,8 +668,12 @@ class AdminClient:
         failure: BaseException | None,
         said: Callable[[str], None],
         reconnect: Callable[[], AdminClient] | None,
+        *,
+        after: str = "LOAD",
+        unchanged: str = "runtime unchanged",
     ) -> None:
-        """The staged edit set aside for the LOAD, staged again as it was read (no LOAD)."""
+        """The staged edit set aside for the LOAD (or SAVE), staged again as it was read (no
+        LOAD)."""
         if not aside:
             return
 
@@ -620,7 +686,7 @@ class AdminClient:
             groups = ", ".join(str(hg) for hg in aside.hostgroups)
             said(
                 f"an operator's staged edit of hostgroup {groups} could not be staged again "
-                f"after the LOAD ({problem}): it is gone from mysql_servers; runtime unchanged"
+                f"after the {after} ({problem}): it is gone from mysql_servers; {unchanged}"
             )
 
     def _on_a_working_connection(
@@ -674,6 +740,8 @@ class _Writes:
         self.before: dict[tuple[int, str, int], ServerRow | None] = {}
         self.wrote: dict[tuple[int, str, int], ServerRow | None] = {}
         self.hostgroups: set[int] = set()
+        # the hostgroups set aside for a LOAD or SAVE: the rows written there are others'
+        self.aside: set[int] = set()
 
     def note(
         self, hostgroups: Sequence[int], current: Sequence[ServerRow], desired: Sequence[ServerRow]

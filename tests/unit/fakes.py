@@ -20,12 +20,14 @@ from tests.unit.galera_cases import probe_down, probe_ok
 
 
 class MemoryAdmin(AdminClient):
-    """ProxySQL's two layers of mysql_servers in memory: statements edit staging, a LOAD copies
-    it to runtime. `meddle` runs after the first staging write (someone else's write)."""
+    """ProxySQL's three layers of mysql_servers in memory: statements edit staging, a LOAD
+    copies it to runtime, a SAVE to disk. `meddle` runs after the first staging write (someone
+    else's write)."""
 
     def __init__(self, staging: Iterable[ServerRow], *, failing_saves: int = 0) -> None:
         self.staging = {r.key: r for r in staging}
         self.runtime = dict(self.staging)
+        self.disk = dict(self.staging)
         self.sent: list[str] = []
         self.failing_saves = failing_saves
         self.meddle: list[ServerRow] = []
@@ -62,6 +64,8 @@ class MemoryAdmin(AdminClient):
         elif sql == SAVE_SERVERS.sql and self.failing_saves:
             self.failing_saves -= 1
             raise AdminQueryFailed("memory admin: disk full")
+        elif sql == SAVE_SERVERS.sql:
+            self.disk = dict(self.staging)
         if self.meddle and sql.startswith(("DELETE", "REPLACE")):
             for row in self.meddle:
                 self.staging[row.key] = row

@@ -22,6 +22,7 @@ from checker_core.core.model import ServerRow, ServerStatus, sort_rows
 from checker_core.edges.deadline import PassTimeout
 from checker_core.edges.proxysql import (
     LOAD_SERVERS,
+    SAVE_SERVERS,
     AdminQueryFailed,
     AdminUnreachable,
     staging_statements,
@@ -374,3 +375,130 @@ def test_a_healthy_pass_with_nothing_to_load_leaves_an_edit_elsewhere_alone(
     assert result.outcome is Outcome.UNCHANGED
     assert writes(admin) == []
     assert admin.staging[added.key] == added
+
+
+# ------------------------------------------------------------------ what a SAVE writes to disk
+
+
+def owing_a_save(tmp_path: Path, admin: MemoryAdmin) -> PassRunner:
+    """A runner whose state dir owes a SAVE (an earlier one failed); every node healthy, so the
+    pass has nothing to load."""
+    runner = galera_runner(tmp_path, **ports(admin, HealthyProber()))
+    assert runner.settings.run.persist
+    assert runner.store.owe_save(runner.settings.clusters[0].name, True) is None
+    return runner
+
+
+def edited(edit: dict[tuple[int, str, int], ServerRow | None]) -> MemoryAdmin:
+    """ProxySQL with the operator's `edit` staged over live rows (and saved ones) that agree."""
+    admin = MemoryAdmin([*templates(), *steady(N1), *other_rows()])
+    for key, row in edit.items():
+        if row is None:
+            del admin.staging[key]
+        else:
+            admin.staging[key] = row
+    return admin
+
+
+def foreign(rows: dict[tuple[int, str, int], ServerRow]) -> dict[tuple[int, str, int], ServerRow]:
+    return {k: r for k, r in rows.items() if k[0] not in HG.managed}
+
+
+@pytest.mark.parametrize(("name", "edit", "aside"), EDITS, ids=[e[0] for e in EDITS])
+def test_an_owed_save_writes_what_is_live_and_keeps_an_operators_edit_staged(
+    tmp_path: Path,
+    name: str,
+    edit: dict[tuple[int, str, int], ServerRow | None],
+    aside: tuple[int, ...],
+) -> None:
+    admin = edited(edit)
+    staged, live = dict(admin.staging), dict(admin.runtime)
+    runner = owing_a_save(tmp_path, admin)
+    cluster = runner.settings.clusters[0]
+    result = runner.run(cluster, Mode.APPLY)
+    assert result.outcome is Outcome.UNCHANGED, summary(result)
+    assert "SAVE MYSQL SERVERS TO DISK retried and done" in summary(result)
+    assert not runner.store.save_owed(cluster.name)
+    assert admin.runtime == live
+    assert admin.disk == live, "disk holds what is live, never an edit nobody loaded"
+    assert admin.staging == staged, "the operator's edit is staged still, as he left it"
+    kept = [w for w in result.warnings if "kept staged, not saved to disk" in w]
+    assert bool(kept) == bool(aside), result.warnings
+    for hostgroup in aside:
+        assert f"hostgroup {hostgroup} (" in kept[0]
+    if not aside:
+        assert writes(admin) == [SAVE_SERVERS.sql], "no edit elsewhere: the SAVE alone"
+    else:
+        assert writes(admin).count(SAVE_SERVERS.sql) == 1
+        assert LOAD_SERVERS.sql not in admin.sent
+
+
+@pytest.mark.parametrize(("name", "edit", "aside"), EDITS, ids=[e[0] for e in EDITS])
+def test_the_save_after_a_load_writes_what_is_live_for_an_operators_edit(
+    tmp_path: Path,
+    name: str,
+    edit: dict[tuple[int, str, int], ServerRow | None],
+    aside: tuple[int, ...],
+) -> None:
+    admin = edited(edit)
+    staged = foreign(admin.staging)
+    runner = galera_runner(tmp_path, **ports(admin, ProberSaying({N1})))
+    failover = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    assert failover.outcome is Outcome.CHANGED, summary(failover)
+    assert SAVE_SERVERS.sql in admin.sent
+    assert admin.disk == admin.runtime, "the SAVE went out while the edit was set aside"
+    assert foreign(admin.staging) == staged
+
+
+def test_an_owed_save_whose_set_aside_is_disturbed_saves_nothing_and_stays_owed(
+    tmp_path: Path,
+) -> None:
+    """Someone writes mysql_servers while the pass sets the operator's edit aside: the SAVE
+    would carry rows nobody checked, so it does not go out, and the next pass owes it still."""
+    weight = ServerRow(HG.config_writer, N3.host, N3.port, weight=9)
+    admin = edited({weight.key: weight})
+    theirs = ServerRow(OTHER, "10.0.0.4", 3306)
+    admin.meddle = [theirs]
+    disk = dict(admin.disk)
+    runner = owing_a_save(tmp_path, admin)
+    cluster = runner.settings.clusters[0]
+    result = runner.run(cluster, Mode.APPLY)
+    assert SAVE_SERVERS.sql not in admin.sent
+    assert admin.disk == disk
+    assert runner.store.save_owed(cluster.name)
+    [said] = [w for w in result.warnings if "still owed" in w]
+    assert said.startswith("SAVE MYSQL SERVERS TO DISK still owed, not run: "), said
+    assert "changed under us" in said
+    assert admin.staging[weight.key] == weight, "the operator's edit put back"
+    assert admin.staging[theirs.key] == theirs, "the other writer's row stays theirs"
+    admin.sent.clear()
+    again = runner.run(cluster, Mode.APPLY)
+    assert writes(admin).count(SAVE_SERVERS.sql) == 1, summary(again)
+    assert not runner.store.save_owed(cluster.name)
+    assert admin.disk == admin.runtime
+
+
+def test_an_edit_that_cannot_be_staged_again_after_an_owed_save_is_said_lost(
+    tmp_path: Path,
+) -> None:
+    admin = edited({})
+    added = ServerRow(OTHER, "10.0.0.3", 3306)
+    admin.staging[added.key] = added
+    real = admin.execute
+    saved = [False]
+
+    def execute(sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        if saved[0] and not sql.startswith("SELECT"):
+            raise AdminUnreachable("memory admin: connection lost (gone)")
+        found = real(sql, params)
+        saved[0] = saved[0] or sql.startswith("SAVE")
+        return found
+
+    admin.execute = execute  # type: ignore[method-assign]
+    runner = owing_a_save(tmp_path, admin)
+    result = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    assert added.key not in admin.runtime and added.key not in admin.disk
+    assert added.key not in admin.staging
+    [said] = [w for w in result.warnings if "could not be staged again" in w]
+    assert f"hostgroup {OTHER}" in said and "after the SAVE" in said
+    assert said.endswith("it is gone from mysql_servers; runtime unchanged, disk as runtime")
