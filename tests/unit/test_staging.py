@@ -502,3 +502,30 @@ def test_an_edit_that_cannot_be_staged_again_after_an_owed_save_is_said_lost(
     [said] = [w for w in result.warnings if "could not be staged again" in w]
     assert f"hostgroup {OTHER}" in said and "after the SAVE" in said
     assert said.endswith("it is gone from mysql_servers; runtime unchanged, disk as runtime")
+
+
+def test_an_owed_save_whose_set_aside_cannot_be_undone_says_the_edit_lost_and_stays_owed(
+    tmp_path: Path,
+) -> None:
+    """The connection is lost after the first of the two statements that set an operator's
+    template edit aside, and stays lost: no SAVE goes out, and the edit's loss is said as the
+    operator's (his rows are no half-written plan of the checker's)."""
+    failure = AdminUnreachable("memory admin: connection lost (gone)")
+    admin = FailingAt([*templates(), *steady(N1), *other_rows()], 1, failure, times=10)
+    for hostgroup in HG.templates:
+        del admin.staging[(hostgroup, N3.host, N3.port)]
+    disk = dict(admin.disk)
+    runner = galera_runner(tmp_path, **ports(admin.connected, HealthyProber()))
+    cluster = runner.settings.clusters[0]
+    assert runner.store.owe_save(cluster.name, True) is None
+    result = runner.run(cluster, Mode.APPLY)
+    assert result.outcome is Outcome.FAILED, summary(result)
+    assert SAVE_SERVERS.sql not in admin.sent
+    assert admin.disk == disk
+    assert runner.store.save_owed(cluster.name)
+    assert not [w for w in result.warnings if "half-written" in w], result.warnings
+    [said] = [w for w in result.warnings if "could not be written back" in w]
+    groups = ", ".join(str(hg) for hg in HG.templates)
+    assert said.startswith(f"an operator's staged edit of hostgroup {groups} was set aside")
+    assert "for a SAVE that did not go out" in said and str(failure) in said
+    assert said.endswith("it is gone from mysql_servers; runtime and disk unchanged")
