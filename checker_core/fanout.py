@@ -59,6 +59,7 @@ class Several:
         self._shared: dict[str, str] = {}  # clusters whose rosters share a node: why
         self._shared_until = 0.0
         self._shared_lock = threading.Lock()
+        self._parent_closed = False
 
     def run_all(self, mode: Mode) -> list[PassResult]:
         """Every cluster's pass at once; the results in the configured order."""
@@ -74,12 +75,22 @@ class Several:
         return run_each(jobs, [c.name for c in clusters])
 
     def run_one(self, cluster: ClusterSettings, mode: Mode) -> PassResult:
-        """One cluster's pass on its own runner, beside the others' (the daemon's loop of one
-        cluster among several). Clusters whose rosters name the same node are asked about
-        once per RECHECK_S, for all the loops."""
+        """One cluster's pass on its own runner, beside the others'."""
+        refused = self.refusal(cluster)
+        if refused is not None:
+            return refused
+        return self.runner_for(cluster).one_cluster(cluster, mode)
+
+    def refusal(self, cluster: ClusterSettings) -> PassResult | None:
+        """The pass a cluster whose roster names another cluster's node gets instead of its
+        own, or None (the daemon's loop of one cluster among several asks before each pass,
+        on the runner it keeps). The rosters are read once per RECHECK_S, for all the
+        loops."""
         parent = self.parent
         try:
             with self._shared_lock:
+                if self._parent_closed:
+                    return None  # a reload replaced this runner: its next pass asks the new one
                 if parent.monotonic() >= self._shared_until:
                     self._shared = self.shared_nodes()
                     self._shared_until = parent.monotonic() + RECHECK_S
@@ -88,9 +99,7 @@ class Several:
             parent.drop_admin()
             message = f"internal error, nothing more done: {type(exc).__name__}: {exc}"
             return PassResult(cluster.name, "-", Outcome.FAILED, 0.0, message)
-        if shared is not None:
-            return _refused(cluster.name, shared)
-        return self.runner_for(cluster).one_cluster(cluster, mode)
+        return None if shared is None else _refused(cluster.name, shared)
 
     def shared_nodes(self) -> dict[str, str]:
         """Clusters whose rosters name the same node, each with why."""
@@ -110,6 +119,13 @@ class Several:
                 each.close()
             each = self.each[cluster.name] = self.parent.narrowed(cluster)
         return each
+
+    def close_parent(self) -> None:
+        """Close the parent runner once no loop reads the rosters through it (a daemon's
+        reload: the loops it keeps may be reading them, and ask the new runner next)."""
+        with self._shared_lock:
+            self._parent_closed = True
+            self.parent.close()
 
     def close(self) -> None:
         for each in self.each.values():

@@ -1,25 +1,28 @@
 """The daemon: the same pass on a fixed cadence, connections kept between passes.
 
-SIGHUP reloads the configuration at the next pass boundary (a bad file keeps the old settings);
-SIGTERM / SIGINT stop after the current pass. The cadence is fixed-rate: a late pass is not
-followed by a burst of catch-up passes. Under systemd (Type=notify) it reports READY after the
-first pass, a WATCHDOG ping after every pass, and STOPPING; with run.metrics_listen it serves
-/metrics, /health and /status.
+SIGHUP reloads the configuration (a bad file keeps the old settings): the loops of clusters
+whose settings did not change go on untouched, the others stop after their current pass and
+new ones start at once, each warming up on its own thread. SIGTERM / SIGINT stop after the
+current pass. The cadence is fixed-rate: a late pass is not followed by a burst of catch-up
+passes. Under systemd (Type=notify) it reports READY after the first passes, RELOADING then
+READY when a reload is taken, a WATCHDOG ping once every loop has turned, and STOPPING; with
+run.metrics_listen it serves /metrics, /health and /status.
 """
 
 from __future__ import annotations
 
-import functools
 import signal
 import threading
 import time
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 from checker_core.core.model import BadRow
+from checker_core.core.reload import plan_reload
 from checker_core.core.settings import ClusterSettings, ListenAddress, Settings
 from checker_core.edges import tls
+from checker_core.edges.memory import StateStore
 from checker_core.edges.proxysql import AdminError
 from checker_core.passes.plugin import CheckerKind
 from checker_core.passes.result import Mode, PassResult
@@ -34,6 +37,20 @@ from checker_core.service.watch_hub import WatchHub
 from checker_core.settings.config import ConfigError
 
 
+class NewRunner(Protocol):
+    """Makes the daemon's runner of every configured cluster (the roster-overlap check's, and
+    the one each cluster's runner is narrowed from); `store` and `write_gate` are the running
+    ones a reload keeps."""
+
+    def __call__(
+        self,
+        settings: Settings,
+        *,
+        store: StateStore | None = None,
+        write_gate: threading.Lock | None = None,
+    ) -> PassRunner: ...
+
+
 def run_daemon(
     load: Callable[[], Settings],
     kind: CheckerKind,
@@ -44,7 +61,7 @@ def run_daemon(
     """Raises ListenError before the first pass when run.metrics_listen cannot be listened on."""
     stop = threading.Event()
     reload = threading.Event()
-    halt = threading.Event()  # ends every loop's wait: set by a stop and by a reload
+    halt = threading.Event()  # ends the main thread's wait: set by a stop and by a reload
 
     def on_stop(signum: int, frame: FrameType | None) -> None:
         stop.set()
@@ -57,7 +74,7 @@ def run_daemon(
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGINT, on_stop)
     signal.signal(signal.SIGHUP, on_hup)
-    daemon = _Daemon(load, kind, log, notifier or Notifier.from_env())
+    daemon = Daemon(load, kind, log, notifier or Notifier.from_env())
     try:
         daemon.loop(stop, reload, halt, on_pass)
     finally:
@@ -67,31 +84,97 @@ def run_daemon(
 
 
 class ClusterLoop:
-    """One cluster's cadence: its pass, then the watch's wait for the next one. With several
-    clusters each loop runs on a thread of its own, with its own connections and watch: one
-    cluster's slow or dead nodes never delay another cluster's detection or failover."""
+    """One cluster's cadence: its warm-up, then its pass and the watch's wait for the next one,
+    with its own runner, connections and watch. Each loop runs on a thread of its own (a lone
+    cluster's, started with the daemon, on the main thread): one cluster's slow or dead nodes
+    never delay another cluster's warm-up, detection or failover, and a reload that leaves its
+    settings as they were never stops it."""
 
     def __init__(
         self,
-        daemon: _Daemon,
+        daemon: Daemon,
         runner: PassRunner,
-        name: str,
-        passes: Callable[[], list[PassResult]],
+        cluster: ClusterSettings,
         phase_s: float = 0.0,
+        replaces: ClusterLoop | None = None,
     ) -> None:
-        """`runner`: the cluster's own (its prober is what the watch asks); `passes`: its pass;
-        `phase_s`: how far into the interval its regular passes fall after the first."""
-        self.daemon, self.runner, self.name, self.passes = daemon, runner, name, passes
+        """`runner`: the cluster's own (its prober is what the watch asks), closed with the
+        loop; `phase_s`: how far into the interval its regular passes fall after the first;
+        `replaces`: the same cluster's loop a reload stopped, whose last pass ends before this
+        one's first (two passes of one cluster never run at once)."""
+        self.daemon, self.runner, self.cluster = daemon, runner, cluster
+        self.name = cluster.name
+        self.phase_s = phase_s
+        self.replaces = replaces
         self.between = daemon.between_for(runner)
-        self.next_tick = time.monotonic() + phase_s
+        self.next_tick = 0.0
         self.early = False
+        self.warmed = False
+        self.waiting = False  # its pass is done, the wait after it is not
         self.turns = 0  # passes done: the watchdog is pinged once every loop has turned
         self.last: PassResult | None = None
+        self.advised: tuple[str, ...] = ()  # the advisor's warnings last logged
+        self.stop = threading.Event()  # this loop's end: removed, changed, or the daemon's stop
+        self.ended = threading.Event()  # its last pass is over and its runner closed
+        self.thread: threading.Thread | None = None
 
-    def turn(self, stop: threading.Event) -> None:
-        """One pass, then the wait until the next one (cut short by the watch or `stop`)."""
-        self.run_pass()
-        self.wait_next(stop)
+    def run(self, stop: threading.Event, after_pass: Callable[[ClusterLoop], None]) -> None:
+        """Warm up, then pass and wait until `stop`. A wait `stop` cut short is taken up again
+        by the next call, to the same tick (the main thread's lone loop, after a reload)."""
+        while not stop.is_set():
+            if not self.warmed:
+                self.warm_up(stop)
+            elif self.waiting:
+                self.waiting = not self.wait_next(stop)
+            else:
+                self.run_pass()
+                self.waiting = True
+                after_pass(self)
+
+    def start(self, after_pass: Callable[[ClusterLoop], None]) -> None:
+        """Run on a thread of its own until its `stop`; its runner is closed as it ends."""
+
+        def body() -> None:
+            try:
+                self.run(self.stop, after_pass)
+            except BaseException as exc:
+                # as with a lone loop, what escapes a pass ends the daemon, never one cluster
+                # silently: the main thread raises it, the others stop after their pass
+                self.daemon.loop_failed(exc)
+            finally:
+                self.close()
+
+        self.thread = threading.Thread(target=body, name=f"loop-{self.name}", daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.runner.close()
+        self.ended.set()
+
+    def warm_up(self, stop: threading.Event) -> None:
+        """Its connections opened before its first pass, on its own time; then the end of the
+        loop it replaces. Its regular passes fall `phase_s` after the first."""
+        started = time.monotonic()
+        answered = warm_up(self.runner)
+        self.daemon.log.debug(
+            "daemon",
+            cluster=self.name,
+            summary=f"connected ahead of the first pass: {answered} node(s) answered "
+            f"in {(time.monotonic() - started) * 1000:.0f} ms",
+        )
+        before = self.replaces
+        while before is not None and not before.ended.wait(MAX_NAP_S):
+            if stop.is_set():
+                return
+        self.replaces = None
+        self.next_tick = time.monotonic() + self.phase_s
+        self.warmed = True
+
+    def passes(self) -> list[PassResult]:
+        refused = self.daemon.refusal(self.cluster)
+        if refused is not None:
+            return [refused]
+        return [self.runner.one_cluster(self.cluster, Mode.APPLY)]
 
     def run_pass(self) -> None:
         daemon = self.daemon
@@ -104,32 +187,34 @@ class ClusterLoop:
             log_pass(daemon.log, result)
             if change:
                 daemon.log.warning("readiness", cluster=result.cluster, summary=change)
-            daemon.warn_advice(result)
+            self.warn_advice(result)
             results.append(result)
         self.last = results[-1] if results else None
         self.turns += 1
-        daemon.turned(self)
         self.between.observe(results)
-
-    def wait_next(self, stop: threading.Event) -> None:
-        daemon = self.daemon
         if not self.early:
             self.next_tick += self.runner.settings.run.interval_ms / 1000
             self.next_tick = max(self.next_tick, time.monotonic())
         # an early pass leaves the cadence as it was: the next regular pass keeps its time
+
+    def wait_next(self, stop: threading.Event) -> bool:
+        """The wait until the next pass; False when `stop` cut it short before its time."""
         trigger = self._wait(stop)
-        self.early = trigger is not None
-        if trigger is not None and trigger.silent_since:
+        if trigger is None:
+            return not stop.is_set() or time.monotonic() >= self.next_tick
+        self.early = True
+        if trigger.silent_since:
             seen = self.runner.silence_seen
             for node, since in trigger.silent_since.items():
                 seen[node] = min(since, seen.get(node, since))
-        if trigger is not None:
-            daemon.board.started_early(trigger.cause.label)
-            daemon.log.info("watch", cluster=self.name, summary=trigger.describe())
+        self.daemon.board.started_early(trigger.cause.label)
+        self.daemon.log.info("watch", cluster=self.name, summary=trigger.describe())
+        return True
 
     def _wait(self, stop: threading.Event) -> Trigger | None:
         """The watch's wait; whatever it raises costs the watch until the next tick, never the
         daemon (the regular cadence goes on)."""
+        self.early = False
         try:
             return self.between.wait(self.next_tick, stop)
         except Exception as exc:  # the net: the watch is an acceleration, the loop is not
@@ -141,26 +226,49 @@ class ClusterLoop:
             stop.wait(max(0.0, self.next_tick - time.monotonic()))
             return None
 
+    def warn_advice(self, result: PassResult) -> None:
+        """An advisor's warning is logged when it appears or changes, not every pass (the
+        pass line carries it every pass)."""
+        if result.decision is None:
+            return
+        warned = tuple(a.text for a in result.advice if a.warning)
+        if warned != self.advised:
+            self.advised = warned
+            for text in warned:
+                self.daemon.log.warning("advice", cluster=result.cluster, summary=text)
 
-class _Daemon:
-    """The loops' state: the runners, what they show outside, and how they reach systemd."""
+
+class Daemon:
+    """The loops and what surrounds them: the runner their settings came from, what they show
+    outside, and how they reach systemd. The main thread takes signals and reloads, and reports
+    to systemd; the loops turn on their own."""
 
     def __init__(
-        self, load: Callable[[], Settings], kind: CheckerKind, log: Any, notify: Notifier
+        self,
+        load: Callable[[], Settings],
+        kind: CheckerKind,
+        log: Any,
+        notify: Notifier,
+        new_runner: NewRunner | None = None,
     ) -> None:
         self.load, self.kind, self.log, self.notify = load, kind, log, notify
-        settings = load()
+        self.new_runner = new_runner or _runner_of(kind)
+        settings = self.settings = load()
         self.board = Board(settings)
         self.listener = self._listen(settings.run.metrics_listen)
-        self.runner = PassRunner(settings, kind, persistent=True)
+        self.parent = self.new_runner(settings)
         self.readiness = ReadinessWatch()
         # one thread watches every cluster's connections and writers between passes
         self.hub = WatchHub()
-        self.advised: dict[str, tuple[str, ...]] = {}
+        self.ready = False  # READY sent: once every loop has passed once
+        self.failed: list[BaseException] = []
+        self._halt = threading.Event()
         self._turned = threading.Condition()
-        self._not_turned: set[str] = set()  # the loops that have not turned since the report
-        self.loops = self._loops()
-        self._warm_up()
+        self._not_turned: set[ClusterLoop] = set()  # loops that have not turned since the report
+        self.loops: dict[str, ClusterLoop] = {}
+        self.leaving: list[ClusterLoop] = []  # stopped by a reload, their last pass maybe running
+        self._add_loops(settings, {})
+        self.alone = next(iter(self.loops.values())) if len(self.loops) == 1 else None
         self._warn_watchdog(settings)
         serving = (
             f", serving /metrics /health /status on {self.listener.address}"
@@ -173,25 +281,30 @@ class _Daemon:
             clusters=[c.name for c in settings.clusters],
         )
 
-    def _loops(self) -> list[ClusterLoop]:
-        runner = self.runner
-        clusters = runner.settings.clusters
-        if len(clusters) == 1:
-            one = functools.partial(runner.run_all, Mode.APPLY)
-            return [ClusterLoop(self, runner, clusters[0].name, one)]
+    def _add_loops(self, settings: Settings, replaced: dict[str, ClusterLoop]) -> None:
+        """A loop for every configured cluster that has none, in the configured order; a
+        cluster in `replaced` waits for its old loop's last pass before its first."""
+        clusters = settings.clusters
         # the loops' regular passes spread over the interval: passes that all fall due together
         # only wait for each other (one interpreter lock), each taking the time of them all
-        spread_s = runner.settings.run.interval_ms / 1000 / len(clusters)
-        return [
-            ClusterLoop(
-                self,
-                runner.several().runner_for(c),
-                c.name,
-                functools.partial(_one_pass, runner, c),
-                phase_s=i * spread_s,
-            )
-            for i, c in enumerate(clusters)
-        ]
+        spread_s = settings.run.interval_ms / 1000 / len(clusters)
+        loops = {}
+        for i, cluster in enumerate(clusters):
+            loop = self.loops.get(cluster.name)
+            if loop is None:
+                runner = self.parent.narrowed(cluster)
+                loop = ClusterLoop(
+                    self, runner, cluster, i * spread_s, replaces=replaced.get(cluster.name)
+                )
+            loops[cluster.name] = loop
+        self.loops = loops
+
+    def refusal(self, cluster: ClusterSettings) -> PassResult | None:
+        """The pass a cluster whose roster names another's node gets instead of its own."""
+        parent = self.parent  # read once: a reload may replace it meanwhile
+        if len(parent.settings.clusters) == 1:
+            return None
+        return parent.several().refusal(cluster)
 
     def between_for(self, runner: PassRunner) -> BetweenPasses:
         settings = runner.settings
@@ -211,9 +324,13 @@ class _Daemon:
         """A loop turned; the reporting thread is woken once every loop has (with many
         clusters, a wake-up per pass of each would cost more than the report)."""
         with self._turned:
-            self._not_turned.discard(loop.name)
+            self._not_turned.discard(loop)
             if not self._not_turned:
                 self._turned.notify_all()
+
+    def loop_failed(self, exc: BaseException) -> None:
+        self.failed.append(exc)
+        self._halt.set()
 
     def loop(
         self,
@@ -222,106 +339,92 @@ class _Daemon:
         halt: threading.Event,
         on_pass: Callable[[], None] | None,
     ) -> None:
-        """Until `stop`; `reload` is taken at a pass boundary; `halt` ends the loops' waits."""
-        ready = False
-        while not stop.is_set():
-            if reload.is_set():
-                reload.clear()
-                self.notify.reloading()
-                self._reload()
-                ready = False
-            halt.clear()
-            if stop.is_set() or reload.is_set():
-                halt.set()  # a signal that came in while it was being cleared
-            if len(self.loops) == 1:
-                ready = self._one(self.loops[0], halt, on_pass, ready)
-            else:
-                ready = self._several(halt, on_pass, ready)
-        self.notify.stopping()
-
-    def _one(
-        self,
-        loop: ClusterLoop,
-        halt: threading.Event,
-        on_pass: Callable[[], None] | None,
-        ready: bool,
-    ) -> bool:
-        """A single cluster's loop, on this (the main) thread, till a stop or a reload."""
-        while not halt.is_set():
-            loop.run_pass()
-            self._report_to_systemd(first=not ready)
-            ready = True
-            if on_pass is not None:
-                on_pass()
-            loop.wait_next(halt)
-        return ready
-
-    def _several(
-        self, halt: threading.Event, on_pass: Callable[[], None] | None, ready: bool
-    ) -> bool:
-        """Every cluster's loop on its own thread; this one reports to systemd, and ends them
-        all at a stop or a reload (each after its current pass)."""
-
-        failed: list[BaseException] = []
-
-        def run(loop: ClusterLoop) -> None:
-            try:
-                while not halt.is_set():
-                    loop.turn(halt)
-            except BaseException as exc:
-                # as with a single loop, what escapes a pass ends the daemon, never one cluster
-                # silently: the others stop after their pass, and the main thread raises it
-                failed.append(exc)
-                halt.set()
-
-        threads = [
-            threading.Thread(target=run, args=(loop,), name=f"loop-{loop.name}", daemon=True)
-            for loop in self.loops
-        ]
-        names = {loop.name for loop in self.loops}
-        with self._turned:
-            self._not_turned = set(names)
-        for thread in threads:
-            thread.start()
-        seen = [loop.turns for loop in self.loops]
+        """Until `stop`; `reload` is taken at once; `halt` ends the main thread's wait (the lone
+        loop's, or its watch over the loops' threads)."""
+        self._halt = halt
         try:
-            while not halt.is_set():
-                with self._turned:
-                    self._turned.wait(MAX_NAP_S)
-                turns = [loop.turns for loop in self.loops]
-                if all(now > before for now, before in zip(turns, seen, strict=True)):
-                    # every loop turned since the last report: the watchdog is for a loop that
-                    # stopped turning, any one of them
-                    seen = turns
-                    with self._turned:
-                        self._not_turned = set(names)
-                    self._report_to_systemd(first=not ready)
-                    ready = True
-                    if on_pass is not None:
-                        on_pass()
+            while not stop.is_set() and not self.failed:
+                if reload.is_set():
+                    reload.clear()
+                    self.notify.reloading()
+                    self._reload()
+                    if self.ready:  # taken: the loops it started report by their passes
+                        self.notify.ready(self._status())
+                halt.clear()
+                if stop.is_set() or reload.is_set() or self.failed:
+                    halt.set()  # a signal that came in while it was being cleared
+                lone = self._lone()
+                if lone is not None:
+                    lone.run(halt, lambda _: self._reported(on_pass))
+                else:
+                    self._several(halt, on_pass)
+            if self.failed:
+                raise self.failed[0]
         finally:
-            halt.set()
-            for thread in threads:
-                thread.join()
-        if failed:
-            raise failed[0]
-        return ready
+            self._end_all()
+            self.notify.stopping()
 
-    def warn_advice(self, result: PassResult) -> None:
-        """An advisor's warning is logged when it appears or changes, not every pass (the
-        pass line carries it every pass)."""
-        if result.decision is None:
-            return
-        warned = tuple(a.text for a in result.advice if a.warning)
-        if warned != self.advised.get(result.cluster, ()):
-            self.advised[result.cluster] = warned
-            for text in warned:
-                self.log.warning("advice", cluster=result.cluster, summary=text)
+    def _lone(self) -> ClusterLoop | None:
+        """The loop the main thread runs: a lone cluster's, started with the daemon. A loop a
+        reload starts runs on a thread of its own, so that the main thread keeps taking
+        signals and reporting while it warms up."""
+        alone = self.alone
+        if alone is not None and list(self.loops.values()) == [alone] and alone.thread is None:
+            return alone
+        return None
+
+    def _reported(self, on_pass: Callable[[], None] | None) -> None:
+        self._report_to_systemd()
+        if on_pass is not None:
+            on_pass()
+
+    def _several(self, halt: threading.Event, on_pass: Callable[[], None] | None) -> None:
+        """Every loop on its own thread; this one reports to systemd until a stop or a reload
+        (which the loops never see: each has its own stop)."""
+        for loop in self.loops.values():
+            if loop.thread is None:
+                loop.start(self.turned)
+        with self._turned:
+            self._not_turned = self._to_turn()
+        while not halt.is_set():
+            self.leaving = [loop for loop in self.leaving if not loop.ended.is_set()]
+            with self._turned:
+                if self._not_turned:
+                    self._turned.wait(MAX_NAP_S)
+                if self._not_turned or halt.is_set():
+                    continue
+                waited = self._to_turn()
+                self._not_turned = set(waited)
+            if not waited:
+                # every loop is warming up (a reload restarted them all): bounded work, so
+                # the watchdog goes on; the status waits for their passes
+                self.notify.watchdog()
+                halt.wait(MAX_NAP_S)
+                continue
+            # every loop turned since the last report: the watchdog is for a loop that
+            # stopped turning, any one of them
+            self._reported(on_pass)
+
+    def _to_turn(self) -> set[ClusterLoop]:
+        """The loops the next report waits for: until READY every one; then those past their
+        warm-up (a loop a reload started is waited for from its first pass on)."""
+        return {loop for loop in self.loops.values() if loop.warmed or not self.ready}
+
+    def _end_all(self) -> None:
+        """Every loop stopped after its current pass, its runner closed."""
+        loops = [*self.loops.values(), *self.leaving]
+        for loop in loops:
+            loop.stop.set()
+        for loop in loops:
+            if loop.thread is not None:
+                loop.thread.join()
+            elif not loop.ended.is_set():
+                loop.close()
 
     def close(self) -> None:
         self.readiness.close()
         self.hub.close()
-        self.runner.close()
+        self.parent.close()
         if self.listener is not None:
             self.listener.close()
 
@@ -331,23 +434,17 @@ class _Daemon:
         self.board.enable_metrics()
         return Listener(address, self.board.routes())
 
-    def _warm_up(self) -> None:
-        started = time.monotonic()
-        answered = sum(warm_up(loop.runner) for loop in self.loops)
-        self.log.debug(
-            "daemon",
-            summary=f"connected ahead of the first pass: {answered} node(s) answered "
-            f"in {(time.monotonic() - started) * 1000:.0f} ms",
-        )
+    def _status(self) -> str:
+        return " | ".join(summary(loop.last) for loop in self.loops.values() if loop.last)
 
-    def _report_to_systemd(self, first: bool) -> None:
+    def _report_to_systemd(self) -> None:
+        first, self.ready = not self.ready, True
         if not self.notify.enabled:
             return  # not under systemd: no status line to make
-        status = " | ".join(summary(loop.last) for loop in self.loops if loop.last is not None)
         if first:
-            self.notify.ready(status)
+            self.notify.ready(self._status())
         else:
-            self.notify.status(status)
+            self.notify.status(self._status())
         # after every pass, whatever its outcome: the watchdog is for a loop that stopped turning
         self.notify.watchdog()
 
@@ -361,6 +458,9 @@ class _Daemon:
             )
 
     def _reload(self) -> None:
+        """The new settings taken at once: the loops of unchanged clusters go on untouched,
+        the others are told to stop after their current pass, and new loops are made (each
+        started, and warmed up, on a thread of its own). Nothing here waits on a node."""
         try:
             settings = self.load()
         except ConfigError as exc:
@@ -370,11 +470,31 @@ class _Daemon:
                 reason=[str(p) for p in exc.problems],
             )
             return
-        self.runner.close()
+        plan = plan_reload(self.settings, settings)
         tls.forget()  # certificate files are read again, as the configuration is
-        self.runner = PassRunner(settings, self.kind, persistent=True)
-        self.loops = self._loops()
-        self._warm_up()
+        old = self.parent
+        # the kept loops' runners write with this store and gate: the new ones share them. The
+        # one ProxySQL write gate is kept whatever changed: a stopped loop's last pass may
+        # still be writing beside a new loop's first
+        keep_store = "run.state_dir" not in plan.shared and "a cluster named `all`" not in (
+            plan.shared
+        )
+        self.parent = self.new_runner(
+            settings, store=old.store if keep_store else None, write_gate=old.write_gate
+        )
+        self.settings = settings
+        replaced = {}
+        for name in plan.stop:
+            loop = self.loops.pop(name)
+            loop.stop.set()
+            replaced[name] = loop
+            if loop.thread is None:
+                loop.close()  # the main thread's lone loop, between its passes now
+            else:
+                self.leaving.append(loop)
+        with self._turned:
+            self._not_turned.difference_update(replaced.values())
+        self._add_loops(settings, replaced)
         self.board.reconfigure(settings)
         self.readiness.forget({c.name for c in settings.clusters})
         wanted = settings.run.metrics_listen
@@ -387,11 +507,27 @@ class _Daemon:
             except ListenError as exc:
                 self.log.error("reload", summary=f"run.metrics_listen: {exc}; serving no metrics")
         self._warn_watchdog(settings)
-        self.log.info("reload", summary=f"configuration reloaded from {settings.source}")
+        self.log.info(
+            "reload",
+            summary=f"configuration reloaded from {settings.source}: {plan.describe()}",
+        )
+        # closed once no kept loop reads the rosters through it: off this thread, which goes
+        # on taking signals and pinging the watchdog while such a read ends
+        threading.Thread(
+            target=old.several().close_parent, name="reload-close", daemon=True
+        ).start()
 
 
-def _one_pass(runner: PassRunner, cluster: ClusterSettings) -> list[PassResult]:
-    return [runner.several().run_one(cluster, Mode.APPLY)]
+def _runner_of(kind: CheckerKind) -> NewRunner:
+    def new_runner(
+        settings: Settings,
+        *,
+        store: StateStore | None = None,
+        write_gate: threading.Lock | None = None,
+    ) -> PassRunner:
+        return PassRunner(settings, kind, persistent=True, store=store, write_gate=write_gate)
+
+    return new_runner
 
 
 def warm_up(runner: PassRunner) -> int:
