@@ -8,9 +8,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from checker_core.core.reload import SHARED_KEYS, plan_reload
-from checker_core.core.settings import ListenAddress, Secret, Settings
+from checker_core.core.settings import ClusterSettings, ListenAddress, Secret, Settings
 from tests.unit.config_cases import galera_settings
 from tests.unit.galera_cases import cluster_settings
 
@@ -101,3 +103,36 @@ def test_the_plan_says_what_it_did(running: Settings) -> None:
     assert plan_reload(running, replace(running, clusters=(B,))).describe() == (
         "unchanged: b; removed: a"
     )
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """Settings loaded once for the property below (its examples share them)."""
+    return galera_settings(tmp_path_factory.mktemp("reload-plan"))
+
+
+NAMES = ("a", "b", "c", "d")
+clusters_of = st.lists(
+    st.tuples(st.sampled_from(NAMES), st.integers(0, 2)), unique_by=lambda p: p[0], max_size=4
+).map(lambda pairs: tuple(cluster_settings(name=n, retry_down=r) for n, r in pairs))
+
+
+@given(before=clusters_of, after=clusters_of, shared=st.booleans())
+def test_every_cluster_is_kept_or_stopped_and_started(
+    base: Settings,
+    before: tuple[ClusterSettings, ...],
+    after: tuple[ClusterSettings, ...],
+    shared: bool,
+) -> None:
+    running = replace(base, clusters=before)
+    wanted = replace(base, clusters=after)
+    if shared:
+        wanted = replace(wanted, run=replace(wanted.run, interval_ms=wanted.run.interval_ms + 1))
+    plan = plan_reload(running, wanted)
+    assert set(plan.keep) | set(plan.stop) == {c.name for c in before}
+    assert set(plan.keep) | set(plan.start) == {c.name for c in after}
+    assert not set(plan.keep) & (set(plan.stop) | set(plan.start))
+    kept = {c.name: c for c in before}
+    assert all(kept[c.name] == c for c in after if c.name in plan.keep), "kept as it was"
+    if shared:
+        assert plan.keep == ()
