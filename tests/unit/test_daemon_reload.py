@@ -21,6 +21,7 @@ import pytest
 from checker_core.core.model import NodeAddress
 from checker_core.core.settings import ClusterSettings, Settings
 from checker_core.edges.backend import PendingProbes, Prober
+from checker_core.edges.deadline import Deadline
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.runner import PassRunner
 from checker_core.service import daemon as daemon_module
@@ -104,7 +105,7 @@ class Fleet:
     admins: dict[str, list[Admin]] = field(default_factory=dict)
     probers: dict[str, list[FakeProber]] = field(default_factory=dict)
 
-    def connect(self, settings: Settings) -> AdminClient:
+    def connect(self, settings: Settings, deadline: Deadline | None = None) -> AdminClient:
         if len(settings.clusters) > 1:
             return MemoryAdmin([])
         admin = Admin()

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from checker_core.service.daemon import _Daemon
+from checker_core.service.daemon import Daemon
 from checker_core.service.watch import answer_budget_s
 from tests.unit.config_cases import galera_kind, galera_settings
 
@@ -35,6 +35,6 @@ def test_the_watch_waits_the_read_timeout_for_an_answer(
     settings = replace(settings, monitor=monitor, clusters=clusters)
     daemon = SimpleNamespace(kind=galera_kind(), hub=object())
     runner = SimpleNamespace(settings=settings, prober=object())
-    wait = _Daemon.between_for(daemon, runner)  # type: ignore[arg-type]
+    wait = Daemon.between_for(daemon, runner)  # type: ignore[arg-type]
     assert wait.answer_budget_s == read_ms / 1000 == answer_budget_s(monitor)
     assert wait.everyone is bool(after_ms), "with the option on, every member is asked"
