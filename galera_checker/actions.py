@@ -10,24 +10,24 @@ eviction is an acceleration, the cluster evicts the member by itself after evs.s
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure
 from checker_core.edges.failures import describe_error, failure_of
 from checker_core.passes.plugin import EVICTED, ActionsDone, AfterPass
-from galera_checker.policy import facts_of
 
 if TYPE_CHECKING:
     import pymysql
 
     from checker_core.core.settings import Endpoint
-    from galera_checker.eviction import Clearing, Eviction
+    from galera_checker.eviction import CausalRead, Clearing, Eviction
 
 Session = Callable[..., AbstractContextManager["pymysql.connections.Connection[Any]"]]
 
@@ -44,223 +44,163 @@ PAST_DEADLINE = "the pass's deadline (run.max_runtime_ms) came first; the next p
 # a causal read waits for the group to deliver a message to every member of the view: it stalls
 # while one of them is silent, and answers in milliseconds otherwise
 CAUSAL_READ = ("SET SESSION wsrep_sync_wait = 1", "SELECT 1")
-STALL_WAIT_S = 0.5  # how long a survivor's causal read may take before it counts as stalled
+# what an eviction needs besides the stall wait: connects, the view, the statements
+EVICT_MARGIN_S = 0.1
+# the cluster's normal causal-read latency: measured at most this often while it is whole, the
+# highest of the last LATENCY_SAMPLES measurements
+LATENCY_EVERY_S = 10.0
+LATENCY_SAMPLES = 6
+
+
+class ClusterMemory:
+    """What the actions keep of one cluster between its passes. Only that cluster's passes
+    read or write it (one pass of a cluster at a time); a scheduler pass, a new process, starts
+    with none: the throttles then ask once more, and the normal latency is unknown."""
+
+    __slots__ = ("known", "measured_at", "samples", "tried", "withheld")
+
+    def __init__(self) -> None:
+        self.known: dict[NodeAddress, str] = {}  # the last gcomm uuid each node gave
+        self.tried: dict[NodeAddress, float] = {}  # when a node was last looked for in the view
+        self.withheld: dict[NodeAddress, float] = {}  # when its withheld eviction was last said
+        self.samples: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # causal reads, ms
+        self.measured_at: float | None = None  # monotonic
+
+    def normal_ms(self) -> float | None:
+        return max(self.samples) if self.samples else None
 
 
 class GaleraActions:
-    """Keeps, per cluster, the last gcomm uuid each node gave (a dead node gives none)."""
+    """Evictions and clearings after each pass; what it keeps is kept per cluster."""
 
     def __init__(
         self, connect: Session | None = None, monotonic: Callable[[], float] = time.monotonic
     ) -> None:
         self.connect = connect or _node_admin_session
         self.monotonic = monotonic
-        self.known: dict[str, dict[NodeAddress, str]] = {}
-        # when each refused node was last looked for in the survivors' view
-        self.tried: dict[tuple[str, NodeAddress], float] = {}
-        # when a refused node's eviction was last said to be withheld
-        self.withheld: dict[tuple[str, NodeAddress], float] = {}
-        self._deadline = 0.0  # monotonic: when this pass's actions must be done
+        self._clusters: dict[str, ClusterMemory] = {}
+        self._lock = threading.Lock()  # the clusters' passes run on threads of their own
 
-    def _left(self) -> float:
-        return self._deadline - self.monotonic()
+    def memory_of(self, cluster: str) -> ClusterMemory:
+        with self._lock:
+            return self._clusters.setdefault(cluster, ClusterMemory())
 
     def after_pass(self, after: AfterPass) -> ActionsDone:
         options = after.cluster
         if not options.evict_dead_nodes and options.unresponsive_after_ms <= 0:
             return ActionsDone()  # nothing learnt or asked: a pass without eviction pays nothing
-        # loaded by the first pass that may evict: the scheduler's usual pass imports neither
-        from galera_checker.eviction import (
-            clearings,
-            evictions,
-            identities,
-            unresponsive_members,
-        )
+        # one deadline for all of it, this call's own: every connect gets what is left of it
+        deadline = self.monotonic() + after.budget_s
+        calls = _Calls(self.connect, self.monotonic, after.node_admin, deadline)
+        return _act(calls, self.memory_of(options.name), after)
 
-        # one deadline for all of it: every connect gets what is left, never the whole budget
-        self._deadline = self.monotonic() + after.budget_s
-        cluster = after.cluster.name
-        known = self.known.setdefault(cluster, {})
-        # the uuids the state file kept (a scheduler pass is a new process) and this pass's
-        known.update({n: m.identity for n, m in after.decision.memory.items() if m.identity})
-        known.update(identities(after.probes))
-        if after.decision.blind:
-            return ActionsDone()
-        roster = after.decision.roster.addresses
-        writers = after.decision.assignment.writers
-        wanted = (
-            evictions(after.probes, roster, known, writers) if options.evict_dead_nodes else ()
-        ) + unresponsive_members(
-            after.probes,
-            roster,
-            after.decision.memory,
-            known,
-            writers,
-            now=self.monotonic(),
-            after_ms=options.unresponsive_after_ms,
-        )
-        ours = set(after.store.evicted(cluster))
-        clear = clearings(
-            after.probes, roster, ours, self._view(after, ours) if after.acting else ours
-        )
-        said: list[str] = []
-        if not after.acting:
-            said += [
-                f"would evict {e.node} through {e.survivor} ({e.reason}"
-                f"{' and the others stalled on it' if e.unresponsive else ''})"
-                if e.allowed
-                else f"would not evict {e.node} ({e.reason}): {e.withheld}"
-                for e in wanted
-            ]
-            said += [f"would clear the eviction list of {c.node}" for c in clear]
-            return ActionsDone(tuple(said))
-        failed: list[str] = []
-        done = unresponsive = 0
-        now = self.monotonic()
-        for eviction in wanted:
-            key = (cluster, eviction.node)
-            if not eviction.allowed:
-                # said once per RETRY_S; the eviction itself is not put off: survivors that
-                # disagree for a moment (a view change) may agree in the next pass
-                if now - self.withheld.get(key, -RETRY_S) >= RETRY_S:
-                    self.withheld[key] = now
-                    said.append(
-                        f"not evicting {eviction.node} ({eviction.reason}): {eviction.withheld}"
-                    )
-                continue
-            if now - self.tried.get(key, -RETRY_S) < RETRY_S:
-                continue  # asked a moment ago: a dead node refuses pass after pass
-            self.tried[key] = now
-            if self._left() <= 0:
-                failed.append(f"eviction of {eviction.node} not done: {PAST_DEADLINE}")
-                continue
-            text, uuid, went_wrong = self._evict(eviction, after.node_admin)
-            if uuid is not None:
-                done += 1
-                unresponsive += eviction.unresponsive
-                ours.add(uuid)
-            if text:
-                (failed if went_wrong else said).append(text)
-        for clearing in clear:
-            if self._left() <= 0:
-                failed.append(f"clearing the eviction list of {clearing.node}: {PAST_DEADLINE}")
-                continue
-            text, cleared = self._clear(clearing, after.node_admin)
-            (said if cleared else failed).append(text)
-            if cleared:
-                ours -= set(clearing.uuids)
-        failure = after.store.record_evicted(cluster, sorted(ours))
-        if failure:
-            failed.append(failure)
-        return ActionsDone(tuple(said), tuple(failed), done, unresponsive)
 
-    def _view(self, after: AfterPass, ours: set[str]) -> set[str]:
-        """The view's member uuids as a survivor lists them, asked only while an entry of ours
-        is listed somewhere; unknown (ours, so nothing is cleared) when it cannot be asked."""
-        from galera_checker.eviction import evict_list, in_primary
+class _Calls:
+    """One pass's statements on the nodes, each bounded by that pass's deadline."""
 
-        listed = any(
-            set(evict_list(f.get("wsrep_evs_evict_list"))) & ours
-            for f in (facts_of(p) for p in after.probes.values())
-            if f is not None
-        )
-        survivor = next((n for n, p in sorted(after.probes.items()) if in_primary(p)), None)
-        if not ours or not listed or survivor is None:
-            return ours
+    def __init__(
+        self,
+        connect: Session,
+        monotonic: Callable[[], float],
+        account: Endpoint | None,
+        deadline: float,
+    ) -> None:
+        self.connect, self.monotonic, self.account = connect, monotonic, account
+        self.deadline = deadline
+
+    def left(self) -> float:
+        return self.deadline - self.monotonic()
+
+    def view(self, survivor: NodeAddress) -> tuple[set[str] | None, str]:
+        """The view's member uuids as `survivor` lists them; None, and why, when it cannot be
+        asked."""
         try:
-            with self.connect(after.node_admin, survivor, timeout_s=self._left()) as conn:
-                return set(_members(conn))
-        except Exception:  # asked again by the next pass
-            return ours
+            with self.connect(self.account, survivor, timeout_s=self.left()) as conn:
+                return set(_members(conn)), ""
+        except Exception as exc:  # asked again by the next pass
+            return None, describe_error(exc)
 
-    def _evict(
-        self, eviction: Eviction, account: Endpoint | None
-    ) -> tuple[str | None, str | None, bool]:
-        """(what to say, the uuid evicted, whether what is said went wrong); nothing to say when
-        the node already left."""
+    def evict(self, eviction: Eviction, wait_s: float, normal: str) -> _Evicted:
         from checker_core.edges.node_admin import NoNodeAdmin
-        from galera_checker.eviction import member_to_evict
+        from galera_checker.eviction import ReadOutcome, member_to_evict, stalled_on
 
         node, survivor = eviction.node, eviction.survivor
         untold: list[NodeAddress] = []
         reason = eviction.reason
         try:
-            with self.connect(account, survivor, timeout_s=self._left()) as conn:
+            with self.connect(self.account, survivor, timeout_s=self.left()) as conn:
                 members = _members(conn)
                 uuid = member_to_evict(eviction, members)
                 if uuid is None:
-                    return None, None, False  # not in the survivors' view: nothing to evict
+                    return _Evicted()  # not in the survivors' view: nothing to evict
                 if eviction.unresponsive:
-                    proof, waited = self._stalled(eviction, account)
-                    if proof is None:
-                        return (
-                            f"not evicting {node} ({reason}): the others replicate ({waited}); "
-                            "the silence is between the checker and it",
-                            None,
-                            False,
+                    reads = self.causal_reads((survivor, *eviction.others), wait_s)
+                    stall = stalled_on(reads, eviction.view)
+                    if not stall.proven:
+                        # an answer is evidence for RETRY_S; unknowns alone are asked again
+                        answered = any(r.outcome is ReadOutcome.ANSWERED for r in reads.values())
+                        return _Evicted(
+                            f"not evicting {node} ({reason}): {stall.said}"
+                            + ("; the silence is between the checker and it" if answered else ""),
+                            settled=answered,
                         )
-                    reason = f"{reason}, {proof}"
+                    reason = f"{reason}, {stall.said} (stall wait {wait_s * 1000:.0f} ms, {normal})"
                 _evict_on(conn, uuid)
             told = [survivor]
             for other in eviction.others:
                 # the others agree on the new view at once only when told too; one that cannot
                 # be told still drops the member at its own suspect_timeout
-                if self._left() <= 0:
+                if self.left() <= 0:
                     untold.append(other)
                     continue
                 with (
                     contextlib.suppress(Exception),
-                    self.connect(account, other, timeout_s=self._left()) as conn,
+                    self.connect(self.account, other, timeout_s=self.left()) as conn,
                 ):
                     _evict_on(conn, uuid)
                     told.append(other)
         except NoNodeAdmin as exc:
-            return f"eviction of {node} not done: {exc}", None, True
+            return _Evicted(f"eviction of {node} not done: {exc}", went_wrong=True)
         except Exception as exc:  # the cluster still evicts it by itself: say so, go on
-            return (
+            return _Evicted(
                 f"eviction of {node} through {survivor} failed ({describe_error(exc)}); "
                 "the cluster evicts it by itself after evs.suspect_timeout",
-                None,
-                True,
+                went_wrong=True,
             )
         late = f"; {', '.join(map(str, untold))} not told: {PAST_DEADLINE}" if untold else ""
-        return (
+        return _Evicted(
             f"{EVICTED}{node} (gcomm uuid {uuid}) through {', '.join(map(str, told))}: "
             f"{reason}{late}",
             uuid,
-            False,
         )
 
-    def _stalled(self, eviction: Eviction, account: Endpoint | None) -> tuple[str | None, str]:
-        """Every survivor asked a causal read at once: the proof that they are stalled on the
-        silent member (None when any answered), and what each read took, said."""
-        from galera_checker.eviction import stalled_on
+    def causal_reads(
+        self, nodes: Sequence[NodeAddress], wait_s: float
+    ) -> dict[NodeAddress, CausalRead]:
+        """A causal read on every node at once, each allowed `wait_s`; a read not done by the
+        pass's deadline is unknown."""
+        from galera_checker.eviction import CausalRead, ReadOutcome
 
-        survivors = (eviction.survivor, *eviction.others)
-        # a third of what is left at most: the eviction and telling the others must fit after
-        wait_s = max(0.05, min(STALL_WAIT_S, self._left() / 3))
-        waited: dict[NodeAddress, float | None] = {}
+        reads: dict[NodeAddress, CausalRead] = {}
 
         def ask(node: NodeAddress) -> None:
-            waited[node] = self._causal_read(account, node, wait_s)
+            reads[node] = self.causal_read(node, wait_s)
 
-        threads = [threading.Thread(target=ask, args=(n,), daemon=True) for n in survivors]
+        threads = [threading.Thread(target=ask, args=(n,), daemon=True) for n in nodes]
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(wait_s + max(0.0, self._left()))
-        # a read not done by now (its connect still under way) is no proof either way
-        taken = {n: waited.get(n, math.inf) for n in survivors}
-        said = ", ".join(f"{n} {_waited(ms)}" for n, ms in taken.items())
-        return stalled_on(taken, wait_s * 1000), f"causal reads: {said}"
+            thread.join(max(0.0, self.left()))
+        late = CausalRead(ReadOutcome.UNKNOWN, why="not done by the pass's deadline")
+        return {n: reads.get(n, late) for n in nodes}
 
-    def _causal_read(
-        self, account: Endpoint | None, node: NodeAddress, wait_s: float
-    ) -> float | None:
-        """How long a causal read took on `node` (ms); None when it did not answer in `wait_s`
-        (a connection or a statement that fails otherwise is no proof: it says answered, 0 ms)."""
+    def causal_read(self, node: NodeAddress, wait_s: float) -> CausalRead:
+        """How a causal read on `node` went: answered (ms), stalled (waited out `wait_s`), or
+        unknown when it never ran (no connection, a statement that failed otherwise)."""
+        from galera_checker.eviction import CausalRead, ReadOutcome
+
         try:
-            with self.connect(account, node, timeout_s=self._left(), wait_s=wait_s) as conn:
+            with self.connect(self.account, node, timeout_s=self.left(), wait_s=wait_s) as conn:
                 with conn.cursor() as cur:
                     cur.execute(CAUSAL_READ[0])
                 started = self.monotonic()
@@ -270,33 +210,168 @@ class GaleraActions:
                         cur.fetchall()
                 except Exception as exc:
                     if failure_of(exc) is ProbeFailure.SILENT:
-                        return None  # waited out: the read timeout ended it
+                        return CausalRead(ReadOutcome.STALLED, wait_s * 1000)
                     raise
-                return (self.monotonic() - started) * 1000
-        except Exception:  # no connection or another error: no proof, never taken for a stall
-            return 0.0
+                return CausalRead(ReadOutcome.ANSWERED, (self.monotonic() - started) * 1000)
+        except Exception as exc:  # it never ran: no proof either way
+            return CausalRead(ReadOutcome.UNKNOWN, why=describe_error(exc))
 
-    def _clear(self, clearing: Clearing, account: Endpoint | None) -> tuple[str, bool]:
+    def clear(self, clearing: Clearing) -> tuple[str, bool]:
         node = clearing.node
         try:
             with (
-                self.connect(account, node, timeout_s=self._left()) as conn,
+                self.connect(self.account, node, timeout_s=self.left()) as conn,
                 conn.cursor() as cur,
             ):
                 cur.execute(EVICT_SQL, ("evs.evict=",))
         except Exception as exc:  # retried by the next pass: the entries are still listed
             return f"clearing the eviction list of {node} failed ({describe_error(exc)})", False
         return (
-            f"cleared the eviction list of {node} ({', '.join(clearing.uuids)}): the evicted "
-            "member is out of the view, so its next process may join",
+            f"cleared the eviction list of {node} ({', '.join(clearing.uuids)}): no entry in it "
+            "is a member of the view or a live node, so an evicted member's next process may join",
             True,
         )
 
 
-def _waited(ms: float | None) -> str:
-    if ms is None:
-        return "stalled"
-    return "not done in time" if math.isinf(ms) else f"{ms:.0f} ms"
+@dataclass(frozen=True, slots=True)
+class _Evicted:
+    """How an eviction went: what to say (nothing when the node already left), the uuid
+    evicted, whether what is said went wrong, and whether it waits RETRY_S before it is asked
+    again (False: the next pass asks again)."""
+
+    text: str | None = None
+    uuid: str | None = None
+    went_wrong: bool = False
+    settled: bool = True
+
+
+def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
+    # loaded by the first pass that may evict: the scheduler's usual pass imports neither
+    from galera_checker.eviction import (
+        clearings,
+        evictions,
+        identities,
+        in_primary,
+        needs_view,
+        stall_wait,
+        unresponsive_members,
+    )
+
+    options = after.cluster
+    cluster = options.name
+    known = memory.known
+    # the uuids the state file kept (a scheduler pass is a new process) and this pass's
+    known.update({n: m.identity for n, m in after.decision.memory.items() if m.identity})
+    known.update(identities(after.probes))
+    if after.decision.blind:
+        return ActionsDone()
+    roster = after.decision.roster.addresses
+    writers = after.decision.assignment.writers
+    wanted = (
+        evictions(after.probes, roster, known, writers) if options.evict_dead_nodes else ()
+    ) + unresponsive_members(
+        after.probes,
+        roster,
+        after.decision.memory,
+        known,
+        writers,
+        now=calls.monotonic(),
+        after_ms=options.unresponsive_after_ms,
+    )
+    said: list[str] = []
+    if not after.acting:
+        said += [
+            f"would evict {e.node} through {e.survivor} ({e.reason}"
+            f"{' and the others stalled on it' if e.unresponsive else ''})"
+            if e.allowed
+            else f"would not evict {e.node} ({e.reason}): {e.withheld}"
+            for e in wanted
+        ]
+        return ActionsDone(tuple(said))
+    # the lists are read from the members themselves, whatever the state file says
+    members: set[str] | None = None
+    failed: list[str] = []
+    survivor = next((n for n in sorted(roster) if in_primary(after.probes.get(n))), None)
+    if survivor is not None and needs_view(after.probes, roster):
+        members, why = calls.view(survivor)
+        if members is None:
+            failed.append(
+                f"eviction lists not checked: the view could not be asked of {survivor} "
+                f"({why}); the next pass asks again"
+            )
+    clear = clearings(after.probes, roster, members)
+    ours = set(after.store.evicted(cluster))  # a hint only: what this checker evicted
+    done = unresponsive = 0
+    now = calls.monotonic()
+    for eviction in wanted:
+        node = eviction.node
+        if not eviction.allowed:
+            # said once per RETRY_S; the eviction itself is not put off: survivors that
+            # disagree for a moment (a view change) may agree in the next pass
+            if now - memory.withheld.get(node, -RETRY_S) >= RETRY_S:
+                memory.withheld[node] = now
+                said.append(f"not evicting {node} ({eviction.reason}): {eviction.withheld}")
+            continue
+        if now - memory.tried.get(node, -RETRY_S) < RETRY_S:
+            continue  # asked a moment ago: a dead node refuses pass after pass
+        wait_s, normal = stall_wait(memory.normal_ms())
+        if eviction.unresponsive and calls.left() < wait_s + EVICT_MARGIN_S:
+            # decided on a shorter wait, a slow cluster's answers would look like a stall
+            failed.append(
+                f"eviction of {node} deferred: the causal reads' stall wait ({wait_s * 1000:.0f}"
+                f" ms, {normal}) does not fit in what the pass has left "
+                f"({max(0.0, calls.left()) * 1000:.0f} ms); the next pass goes on"
+            )
+            continue
+        if calls.left() <= 0:
+            failed.append(f"eviction of {node} not done: {PAST_DEADLINE}")
+            continue
+        memory.tried[node] = now
+        went = calls.evict(eviction, wait_s, normal)
+        if not went.settled:
+            del memory.tried[node]
+        if went.uuid is not None:
+            done += 1
+            unresponsive += eviction.unresponsive
+            ours.add(went.uuid)
+        if went.text:
+            (failed if went.went_wrong else said).append(went.text)
+    for clearing in clear:
+        if calls.left() <= 0:
+            failed.append(f"clearing the eviction list of {clearing.node}: {PAST_DEADLINE}")
+            continue
+        text, cleared = calls.clear(clearing)
+        (said if cleared else failed).append(text)
+        if cleared:
+            ours -= set(clearing.uuids)
+    if options.unresponsive_after_ms > 0 and not wanted:
+        _measure(calls, memory, after, roster)
+    failure = after.store.record_evicted(cluster, sorted(ours))
+    if failure:
+        failed.append(failure)
+    return ActionsDone(tuple(said), tuple(failed), done, unresponsive)
+
+
+def _measure(
+    calls: _Calls, memory: ClusterMemory, after: AfterPass, roster: Sequence[NodeAddress]
+) -> None:
+    """The cluster's normal causal-read latency, measured while every member answers in the
+    Primary component, at most once per LATENCY_EVERY_S: the slowest member's read. A
+    measurement with a read that did not answer within the pass's time adds nothing."""
+    from galera_checker.eviction import ReadOutcome, in_primary
+
+    now = calls.monotonic()
+    if memory.measured_at is not None and now - memory.measured_at < LATENCY_EVERY_S:
+        return
+    if not roster or not all(in_primary(after.probes.get(n)) for n in roster):
+        return
+    if calls.left() <= EVICT_MARGIN_S:
+        return
+    memory.measured_at = now
+    reads = calls.causal_reads(roster, calls.left())
+    taken = [r.ms for r in reads.values() if r.outcome is ReadOutcome.ANSWERED]
+    if len(taken) == len(roster):
+        memory.samples.append(max(ms or 0.0 for ms in taken))
 
 
 def _evict_on(conn: pymysql.connections.Connection[Any], uuid: str) -> None:

@@ -24,10 +24,29 @@ checker, show that their replication is stalled on it (the actions ask each of t
 read, which cannot complete while a member of the view is silent). A member silent only to the
 checker (a slow or broken link between the two) leaves the group's replication flowing: the
 causal reads answer, and it is never evicted.
+
+A causal read is one of three things: answered (in so many ms), stalled (it waited out the whole
+stall wait) or unknown (it never ran: the connection was refused, e.g. 1040 Too many connections
+from a stalled survivor, or the statement failed, or the pass ended before it did). The proof is
+conservative: one measured answer from any survivor disproves the stall; an unknown read neither
+proves nor disproves anything; the stall is proven only when no survivor answered and at least a
+majority of the view's members (the silent one counted in the view) were measured stalled.
+
+The stall wait is the cluster's own: k (STALL_FACTOR) times the causal-read latency measured
+while the cluster was whole, never less than STALL_WAIT_S, and UNKNOWN_LATENCY_WAIT_S while no
+latency was ever measured. It is never cut to what the pass has left: a pass that cannot give
+it defers the eviction to the next pass.
+
+The eviction lists of a cluster where either option is on are this checker's: an entry in a
+Primary member's wsrep_evs_evict_list that is no member of the view (as a survivor lists it) and
+no answering member's current gcomm uuid is stale, whoever put it there, and the list is cleared
+(`evs.evict=` empties the whole list; no single entry can be taken out), only when every entry in
+it is stale. Judged from the cluster's own state alone: a lost state file changes nothing.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
@@ -51,6 +70,7 @@ class Eviction:
     withheld: str | None = None  # why it is not evicted, though refused (or silent)
     # a silent member, not a refused one: evicted only once the survivors are seen stalled
     unresponsive: bool = False
+    view: int = 0  # the size of the survivors' view (wsrep_cluster_size); 0: unknown
 
     @property
     def allowed(self) -> bool:
@@ -59,7 +79,7 @@ class Eviction:
 
 @dataclass(frozen=True, slots=True)
 class Clearing:
-    """Clear the eviction list of `node`: every entry in it is one of ours, and stale."""
+    """Clear the eviction list of `node`: every entry in it is stale."""
 
     node: NodeAddress
     uuids: tuple[str, ...]
@@ -94,6 +114,7 @@ def evictions(
     if through is None:
         return ()
     survivors, survivor, withheld = through
+    view = _view_size(probes, survivors)
     found = []
     for node in sorted(roster):
         probe = probes.get(node)
@@ -108,7 +129,7 @@ def evictions(
                 "its gcomm uuid was never seen while it lived, and whoever is at its address "
                 "now may be its restarted process"
             )
-        found.append(Eviction(node, uuid, survivor, reason, others, why))
+        found.append(Eviction(node, uuid, survivor, reason, others, why, view=view))
     return tuple(found)
 
 
@@ -129,6 +150,7 @@ def unresponsive_members(
     if through is None:
         return ()
     survivors, survivor, withheld = through
+    view = _view_size(probes, survivors)
     found = []
     for node in sorted(roster):
         probe, kept = probes.get(node), memory.get(node)
@@ -145,7 +167,9 @@ def unresponsive_members(
             why = "its gcomm uuid was never seen while it answered"
         reason = f"silent for {silent_ms:.0f} ms (unresponsive_after_ms {after_ms})"
         others = tuple(n for n in survivors if n != survivor)
-        found.append(Eviction(node, uuid, survivor, reason, others, why, unresponsive=True))
+        found.append(
+            Eviction(node, uuid, survivor, reason, others, why, unresponsive=True, view=view)
+        )
     return tuple(found)
 
 
@@ -163,15 +187,70 @@ def _through(
     return survivors, survivor, _no_majority(probes, survivors)
 
 
-def stalled_on(waited: Mapping[NodeAddress, float | None], budget_ms: float) -> str | None:
-    """Whether the survivors' replication is stalled, from their causal reads (`waited`: how
-    long each took in ms, None when it had not answered within `budget_ms`): the proof, said,
-    when every one of them waited out its budget; None when any answered (the group replicates:
-    the silence is the checker's link to the member alone) or none was asked."""
-    if not waited or any(ms is not None for ms in waited.values()):
-        return None
-    nodes = ", ".join(str(n) for n in sorted(waited))
-    return f"causal reads on {nodes} stalled for {budget_ms:.0f} ms"
+class ReadOutcome(enum.Enum):
+    """What a survivor's causal read showed."""
+
+    ANSWERED = "answered"  # it completed: the group delivers to every member
+    STALLED = "stalled"  # it waited out the whole stall wait
+    UNKNOWN = "unknown"  # it never ran (connect refused, a statement failed, no time): no proof
+
+
+@dataclass(frozen=True, slots=True)
+class CausalRead:
+    outcome: ReadOutcome
+    ms: float | None = None  # how long it took (answered) or waited (stalled); None: unknown
+    why: str = ""  # why it is unknown
+
+    def __str__(self) -> str:
+        if self.outcome is ReadOutcome.UNKNOWN:
+            return f"unknown ({self.why})"
+        if self.outcome is ReadOutcome.STALLED:
+            return f"stalled for {self.ms or 0:.0f} ms"
+        return f"{self.ms or 0:.0f} ms"
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    """Whether the survivors' replication was shown stalled, and what their reads were, said."""
+
+    proven: bool
+    said: str
+
+
+def stalled_on(reads: Mapping[NodeAddress, CausalRead], view: int) -> Stall:
+    """Whether the survivors' causal reads prove the group stalled on a silent member (`view`:
+    the size of their view, the silent member included). One measured answer disproves it (the
+    group replicates: the silence is the checker's link to the member alone); an unknown read
+    neither proves nor disproves; the proof needs no answer and more than half of the view
+    measured stalled. Nothing asked, or the view's size unknown: no proof."""
+    said = ", ".join(f"{n} {reads[n]}" for n in sorted(reads))
+    answered = [n for n, r in reads.items() if r.outcome is ReadOutcome.ANSWERED]
+    stalled = sorted(n for n, r in reads.items() if r.outcome is ReadOutcome.STALLED)
+    if answered:
+        return Stall(False, f"the others replicate (causal reads: {said})")
+    if not stalled or view <= 0 or len(stalled) * 2 <= view:
+        measured = f"{len(stalled)} of a view of {view}" if view > 0 else "the view's size unknown"
+        return Stall(
+            False,
+            f"too few survivors measured stalled to prove it ({measured}; causal reads: {said})",
+        )
+    return Stall(True, f"causal reads {said}")
+
+
+def _view_size(probes: Mapping[NodeAddress, ProbeResult], survivors: list[NodeAddress]) -> int:
+    """The size of the view the survivors agree on; 0 when they disagree or do not say."""
+    sizes = {_fact(probes.get(n), "wsrep_cluster_size") for n in survivors}
+    if len(sizes) != 1:
+        return 0
+    try:
+        return int(next(iter(sizes)) or "")
+    except ValueError:
+        return 0
+
+
+def _fact(probe: ProbeResult | None, name: str) -> str | None:
+    facts = facts_of(probe)
+    return facts.get(name) if facts is not None else None
 
 
 def _no_majority(
@@ -212,31 +291,59 @@ def member_to_evict(eviction: Eviction, members: Mapping[str, str]) -> str | Non
     return None
 
 
+def needs_view(probes: Mapping[NodeAddress, ProbeResult], roster: Collection[NodeAddress]) -> bool:
+    """Whether a Primary member's eviction list holds an entry that may be stale (no answering
+    member's current gcomm uuid): only then is a survivor asked the view's members."""
+    current = set(identities({n: p for n, p in probes.items() if n in roster}).values())
+    return any(set(_listed(probes.get(n))) - current for n in roster if in_primary(probes.get(n)))
+
+
 def clearings(
     probes: Mapping[NodeAddress, ProbeResult],
     roster: Collection[NodeAddress],
-    ours: Collection[str],
-    members: Collection[str],
+    members: Collection[str] | None,
 ) -> tuple[Clearing, ...]:
-    """Nodes in the Primary component whose eviction list holds only entries this checker
-    made, none of them a member of the view any more (`members`: the view's gcomm uuids as a
-    survivor lists them). Cleared at once, not when the node comes back: Galera takes a
-    restarted node for the evicted one (the same uuid but for its clock sequence) and keeps it
-    out while the entry stands, and an entry left in a list delays the next eviction."""
-    if not ours:
+    """Members of the Primary component whose eviction list holds only stale entries: uuids in
+    no member of the view (`members`: the view's gcomm uuids as a survivor lists them; None when
+    it could not be asked: nothing is stale then) and no answering member's current gcomm uuid.
+    Whoever made the entries: the lists of a cluster where eviction is on are the checker's.
+    Cleared at once, not when the evicted node comes back: Galera takes a restarted node for the
+    evicted one (the same uuid but for its clock sequence) and keeps it out while the entry
+    stands, and an entry left in a list delays the next eviction. A list with a live member's
+    entry is left whole: `evs.evict=` would empty it all."""
+    if members is None:
         return ()
     current = set(identities({n: p for n, p in probes.items() if n in roster}).values())
+    alive = set(members) | current
     found = []
     for node in sorted(roster):
         probe = probes.get(node)
-        facts = facts_of(probe)
-        listed = evict_list(facts.get("wsrep_evs_evict_list") if facts else None)
-        gone = not set(listed) & (set(members) | current)
-        if listed and in_primary(probe) and set(listed) <= set(ours) and gone:
+        listed = _listed(probe)
+        if listed and in_primary(probe) and not set(listed) & alive:
             found.append(Clearing(node, listed))
     return tuple(found)
+
+
+def _listed(probe: ProbeResult | None) -> tuple[str, ...]:
+    facts = facts_of(probe)
+    return evict_list(facts.get("wsrep_evs_evict_list") if facts else None)
 
 
 def evict_list(text: str | None) -> tuple[str, ...]:
     """wsrep_evs_evict_list: uuids separated by commas (empty when none)."""
     return tuple(sorted(u.strip() for u in (text or "").split(",") if u.strip()))
+
+
+# the causal-read wait that counts as stalled: STALL_FACTOR times the cluster's own normal
+# latency, never under STALL_WAIT_S; UNKNOWN_LATENCY_WAIT_S while no latency was measured
+STALL_WAIT_S = 0.5
+STALL_FACTOR = 4
+UNKNOWN_LATENCY_WAIT_S = 1.0
+
+
+def stall_wait(normal_ms: float | None) -> tuple[float, str]:
+    """How long every survivor's causal read must wait before it counts as stalled (s), from
+    the cluster's normal causal-read latency (ms; None: never measured), and that latency said."""
+    if normal_ms is None:
+        return UNKNOWN_LATENCY_WAIT_S, "normal latency unknown"
+    return max(STALL_WAIT_S, STALL_FACTOR * normal_ms / 1000), f"normal latency {normal_ms:.0f} ms"

@@ -20,12 +20,12 @@ from checker_core.passes.plugin import AfterPass
 from checker_core.settings.schema import Checker
 from galera_checker.actions import EVICT_SQL, GaleraActions
 from galera_checker.eviction import (
-    Clearing,
     Eviction,
     clearings,
     evict_list,
     evictions,
     member_to_evict,
+    needs_view,
 )
 from tests.unit.daemon_cases import galera_pass
 from tests.unit.galera_cases import N1, N2, N3, cluster_settings, probe_ok, steady
@@ -83,20 +83,50 @@ def test_an_unknown_uuid_is_left_to_the_survivors_view() -> None:
     assert found.uuid is None and found.survivor == N2
 
 
-def test_entries_are_cleared_once_out_of_the_view_and_only_ours() -> None:
-    listing = {"wsrep_evs_evict_list": "old-1"}
-    survivors = {N2: alive(N2, **listing), N3: alive(N3, **listing), N1: refused(N1)}
-    view = {"u-2", "u-3"}
-    assert clearings(survivors, ROSTER, {"old-1"}, view) == (
-        Clearing(N2, ("old-1",)),
-        Clearing(N3, ("old-1",)),
-    ), "cleared while the evicted node is still down: it must be able to come back"
-    assert clearings(survivors, ROSTER, set(), view) == (), "an operator's entry is not ours"
-    assert clearings(survivors, ROSTER, {"old-1"}, view | {"old-1"}) == (), "still a member"
-    theirs = {n: alive(n, wsrep_evs_evict_list="old-1,garbd") for n in (N2, N3)}
-    assert clearings(theirs, ROSTER, {"old-1"}, view) == (), "a list with others' entries is kept"
-    outside = {N2: alive(N2, wsrep_cluster_status="non-Primary", **listing)}
-    assert clearings(outside, ROSTER, {"old-1"}, view) == ()
+LISTS = "wsrep_evs_evict_list"
+
+
+@pytest.mark.parametrize(
+    ("probes", "members", "cleared"),
+    [
+        # ours or an operator's: every entry stale (in no view, no answering node's uuid)
+        ({N1: refused(N1), N2: alive(N2, **{LISTS: "old-1"})}, {"u-2", "u-3"}, (N2,)),
+        ({N2: alive(N2, **{LISTS: "x-9,old-1"}), N3: alive(N3, **{LISTS: "x-9"})}, set(), (N2, N3)),
+        # a member of the view: its eviction is under way, the entry stands
+        ({N2: alive(N2, **{LISTS: "old-1"})}, {"old-1", "u-2"}, ()),
+        # a live node's own uuid (an evicted process that woke and answers): never touched,
+        # and evs.evict= would empty the whole list, stale entries beside it included
+        ({N1: alive(N1), N2: alive(N2, **{LISTS: "u-1,old-1"})}, {"u-2"}, ()),
+        # only members of the Primary component are cleared
+        ({N2: alive(N2, wsrep_cluster_status="non-Primary", **{LISTS: "old-1"})}, set(), ()),
+        # the view could not be asked: nothing is known stale
+        ({N2: alive(N2, **{LISTS: "old-1"})}, None, ()),
+        ({N2: alive(N2)}, set(), ()),
+    ],
+    ids=["stale", "operator-and-ours", "in-view", "live-node", "non-primary", "no-view", "empty"],
+)
+def test_a_list_is_cleared_when_every_entry_in_it_is_stale_whoever_made_it(
+    probes: dict[NodeAddress, ProbeResult],
+    members: set[str] | None,
+    cleared: tuple[NodeAddress, ...],
+) -> None:
+    assert tuple(c.node for c in clearings(probes, ROSTER, members)) == cleared
+
+
+@pytest.mark.parametrize(
+    ("probes", "asked"),
+    [
+        ({N2: alive(N2, **{LISTS: "old-1"})}, True),
+        ({N1: alive(N1), N2: alive(N2, **{LISTS: "u-1"})}, False),  # a live node's own
+        ({N2: alive(N2, wsrep_cluster_status="non-Primary", **{LISTS: "old-1"})}, False),
+        ({N2: alive(N2), N3: alive(N3)}, False),
+    ],
+    ids=["stale-maybe", "live-only", "non-primary", "empty"],
+)
+def test_the_view_is_asked_only_while_a_list_may_hold_a_stale_entry(
+    probes: dict[NodeAddress, ProbeResult], asked: bool
+) -> None:
+    assert needs_view(probes, ROSTER) is asked
 
 
 def test_the_evict_list_is_read_as_uuids() -> None:
@@ -279,7 +309,7 @@ def test_the_actions_keep_to_the_pass_deadline(tmp_path: Path, answer_s: float, 
         yield Recorded(members, log)
 
     actions = GaleraActions(slow, lambda: clock[0])  # type: ignore[arg-type]
-    actions.known["main"] = {N1: "u-1"}
+    actions.memory_of("main").known[N1] = "u-1"
     done = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
     assert done.evictions == 1
     assert given == [1.0, round(1.0 - answer_s, 3)][:asked]
@@ -318,3 +348,97 @@ def test_a_withheld_eviction_is_not_put_off_once_the_survivors_agree(tmp_path: P
     clock[0] += 0.2
     agreed = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
     assert agreed.evictions == 1
+
+
+# ---------------------------------------------------------------- per cluster, from the lists
+
+
+def test_another_clusters_pass_never_cuts_this_ones_eviction_short(tmp_path: Path) -> None:
+    """Cluster b's pass runs (on another thread in the daemon) while cluster a's eviction is
+    under way, with a shorter deadline of its own: a's eviction keeps a's deadline and every
+    survivor is told."""
+    log: list[tuple[str, object]] = []
+    clock = [100.0]
+    members = {"u-1": "127.0.0.1:3311", "u-2": "x", "u-3": "y"}
+    b_pass = replace(
+        after(tmp_path, {n: alive(n) for n in ROSTER}),
+        cluster=cluster_settings(name="b", evict_dead_nodes=True),
+        budget_s=0.05,
+    )
+
+    @contextlib.contextmanager
+    def connect(account: object, node: NodeAddress, *, timeout_s: float) -> Iterator[Recorded]:
+        log.append(("connect", node))
+        if len(log) == 1:  # a's first statement: b's pass runs meanwhile
+            actions.after_pass(b_pass)
+            clock[0] += 0.1
+        yield Recorded(members, log)
+
+    actions = GaleraActions(connect, lambda: clock[0])  # type: ignore[arg-type]
+    actions.memory_of("main").known[N1] = "u-1"
+    done = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
+    assert done.evictions == 1
+    assert "not told" not in done.said[0], done.said
+    assert log.count((EVICT_SQL, ("evs.evict=u-1",))) == 2, "both survivors told"
+
+
+def test_an_eviction_the_deadline_skipped_is_tried_by_the_next_pass(tmp_path: Path) -> None:
+    """Not asked is not tried: the next pass, a moment later, evicts, not RETRY_S later."""
+    log: list[tuple[str, object]] = []
+    clock = [100.0]
+    actions = GaleraActions(
+        recording({"u-1": "127.0.0.1:3311", "u-2": "x", "u-3": "y"}, log), lambda: clock[0]
+    )
+    actions.memory_of("main").known[N1] = "u-1"
+    dead = {N1: refused(N1), N2: alive(N2), N3: alive(N3)}
+    skipped = actions.after_pass(replace(after(tmp_path, dead), budget_s=0.0))
+    assert skipped.evictions == 0 and "deadline" in skipped.failed[0], skipped
+    clock[0] += 0.2
+    assert actions.after_pass(after(tmp_path, dead)).evictions == 1
+
+
+def listing(uuids: str) -> dict[NodeAddress, ProbeResult]:
+    return {n: alive(n, wsrep_evs_evict_list=uuids) for n in ROSTER}
+
+
+@pytest.mark.parametrize("recorded", [(), ("old-1",)], ids=["state-dir-lost", "state-file-hint"])
+def test_stale_entries_are_cleared_from_the_lists_alone(
+    tmp_path: Path, recorded: tuple[str, ...]
+) -> None:
+    """After a restart without the state directory (or with it), the entries every member
+    lists, in no view and no live node's uuid, are cleared from every member: the lists
+    themselves show them stale."""
+    if recorded:
+        StateStore(tmp_path, Checker.GALERA).record_evicted("main", list(recorded))
+    log: list[tuple[str, object]] = []
+    actions = GaleraActions(recording({"u-1": "a", "u-2": "b", "u-3": "c"}, log))
+    done = actions.after_pass(after(tmp_path, listing("dead-beef,old-1")))
+    assert [n for sql, n in log if sql == "connect"] == [N1, N1, N2, N3], "view, then each"
+    assert log.count((EVICT_SQL, ("evs.evict=",))) == 3, log
+    assert all("cleared the eviction list" in line for line in done.said), done
+    assert StateStore(tmp_path, Checker.GALERA).evicted("main") == frozenset()
+
+
+def test_a_clearing_that_failed_is_done_by_the_next_pass_at_once(tmp_path: Path) -> None:
+    """Nothing throttles a clearing: while a list shows stale entries, every pass clears it;
+    piled-up entries go together."""
+    log: list[tuple[str, object]] = []
+    members = {"u-1": "a", "u-2": "b", "u-3": "c"}
+    failing = [True]
+
+    @contextlib.contextmanager
+    def connect(account: object, node: NodeAddress, *, timeout_s: float) -> Iterator[Recorded]:
+        if failing[0]:
+            raise OSError("Connection reset by peer")
+        log.append(("connect", node))
+        yield Recorded(members, log)
+
+    actions = GaleraActions(connect, lambda: 100.0)  # type: ignore[arg-type]
+    piled = listing("s-1,s-2,s-3")
+    first = actions.after_pass(after(tmp_path, piled))
+    assert first.said == () and log == []
+    assert "eviction lists not checked" in first.failed[0], first
+    failing[0] = False
+    again = actions.after_pass(after(tmp_path, piled))
+    assert log.count((EVICT_SQL, ("evs.evict=",))) == 3, again
+    assert "s-1, s-2, s-3" in again.said[0]

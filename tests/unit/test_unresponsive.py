@@ -6,6 +6,7 @@ within the time, or that is silent only to the checker, is never evicted."""
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -22,10 +23,10 @@ from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.core.verdict import State
 from checker_core.edges.backend import PendingProbes
 from checker_core.edges.memory import StateStore
-from checker_core.passes.plugin import AfterPass
+from checker_core.passes.plugin import ActionsDone, AfterPass
 from checker_core.settings.schema import Checker
 from galera_checker.actions import CAUSAL_READ, EVICT_SQL, GaleraActions
-from galera_checker.eviction import stalled_on, unresponsive_members
+from galera_checker.eviction import CausalRead, ReadOutcome, stalled_on, unresponsive_members
 from galera_checker.policy import GaleraPolicy
 from tests.unit.fakes import HealthyProber
 from tests.unit.galera_cases import N1, N2, N3, cluster_settings, probe_ok, rows_of, steady
@@ -154,10 +155,34 @@ def test_a_minority_that_answers_evicts_nobody() -> None:
     assert all("no majority" in (e.withheld or "") for e in found)
 
 
-def test_stalled_only_when_every_survivor_waited_out() -> None:
-    assert stalled_on({N2: None, N3: None}, 500) is not None
-    assert stalled_on({N2: None, N3: 3.0}, 500) is None, "one replicates: the group flows"
-    assert stalled_on({}, 500) is None
+ANSWERED = CausalRead(ReadOutcome.ANSWERED, 3.0)
+STALLED = CausalRead(ReadOutcome.STALLED, 500.0)
+UNKNOWN = CausalRead(ReadOutcome.UNKNOWN, why="(1040, 'Too many connections')")
+N4, N5 = NodeAddress("127.0.0.1", 3314), NodeAddress("127.0.0.1", 3315)
+
+
+@pytest.mark.parametrize(
+    ("reads", "view", "proven"),
+    [
+        ({N2: STALLED, N3: STALLED}, 3, True),
+        ({N2: STALLED, N3: ANSWERED}, 3, False),  # one replicates: the group flows
+        ({N2: STALLED, N3: UNKNOWN}, 3, False),  # a read that never ran proves nothing
+        ({N2: UNKNOWN, N3: UNKNOWN}, 3, False),
+        ({N2: STALLED, N3: STALLED, N4: STALLED, N5: UNKNOWN}, 5, True),  # 3 of 5 measured
+        ({N2: STALLED, N3: STALLED, N4: UNKNOWN, N5: UNKNOWN}, 5, False),  # 2 of 5 is no majority
+        ({N2: STALLED, N3: STALLED, N4: STALLED, N5: ANSWERED}, 5, False),
+        ({N2: STALLED, N3: STALLED}, 0, False),  # the view's size unknown
+        ({}, 3, False),
+    ],
+)
+def test_the_stall_is_proven_by_a_measured_majority_and_disproven_by_any_answer(
+    reads: dict[NodeAddress, CausalRead], view: int, proven: bool
+) -> None:
+    stall = stalled_on(reads, view)
+    assert stall.proven is proven
+    assert " 0 ms" not in stall.said, "a read that never ran is no number"
+    if UNKNOWN in reads.values():
+        assert "unknown ((1040, 'Too many connections'))" in stall.said
 
 
 # ---------------------------------------------------------------- the actions
@@ -256,12 +281,12 @@ def test_a_member_silent_only_to_the_checker_is_never_evicted(tmp_path: Path) ->
 
 def test_a_causal_read_not_done_in_time_is_no_proof(tmp_path: Path) -> None:
     """One survivor's read stalls, the other's is still under way when the pass must go on:
-    not every survivor was seen stalled, so nothing is evicted."""
+    one of a view of three measured stalled is no proof, so nothing is evicted."""
     log: list[tuple[object, ...]] = []
     actions = GaleraActions(survivors({N2}, log, frozenset({N3})), lambda: 200.0)
-    done = actions.after_pass(after(tmp_path, 1.5, budget_s=0.3))
+    done = actions.after_pass(after(tmp_path, 1.5, budget_s=1.2))
     assert done.evictions == 0 and evicted_on(log) == []
-    assert "127.0.0.1:3313 not done in time" in done.said[0], done.said
+    assert "127.0.0.1:3313 unknown (not done by the pass's deadline)" in done.said[0], done.said
 
 
 def test_a_member_silent_for_less_than_the_time_is_not_asked_about(tmp_path: Path) -> None:
@@ -461,3 +486,137 @@ def test_a_pass_waits_for_a_silent_node_until_its_time_is_up_not_past_it(
     now[0] = 101.0
     runner.run(cluster, Mode.APPLY)
     assert asked and asked[0] == {}, "past its time: waited for in full"
+
+
+# ---------------------------------------------------------------- evidence, not the pass's time
+
+
+class Galera:
+    """node_admin connections to a cluster whose causal reads take `latency_s` per node
+    (math.inf: stalled); a node in `refusing` turns connections away (1040). Each thread has a
+    clock of its own, moved by the statements it runs, so a read's measured time is its own."""
+
+    def __init__(self, latency_s: dict[NodeAddress, float], refusing: frozenset[NodeAddress]):
+        self.latency_s, self.refusing = latency_s, refusing
+        self.now, self.local = 200.0, threading.local()
+        self.log: list[tuple[object, ...]] = []
+        self.waits: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now + getattr(self.local, "offset", 0.0)
+
+    def connect(self, account: object, node: NodeAddress, **timeouts: float) -> Any:
+        import pymysql
+
+        if node in self.refusing:
+            raise pymysql.err.OperationalError(1040, "Too many connections")
+        return contextlib.nullcontext(Statements(self, node, timeouts.get("wait_s")))
+
+
+class Statements:
+    def __init__(self, galera: Galera, node: NodeAddress, wait_s: float | None) -> None:
+        self.galera, self.node, self.wait_s = galera, node, wait_s
+
+    def cursor(self) -> contextlib.nullcontext[Statements]:
+        return contextlib.nullcontext(self)
+
+    def execute(self, sql: str, args: object = None) -> None:
+        galera = self.galera
+        galera.log.append((self.node, sql, args))
+        if sql != CAUSAL_READ[1]:
+            return
+        assert self.wait_s is not None, "a causal read is given its wait"
+        galera.waits.append(self.wait_s)
+        took = galera.latency_s[self.node]
+        local = galera.local
+        local.offset = getattr(local, "offset", 0.0) + min(took, self.wait_s)
+        if took > self.wait_s:
+            raise TimeoutError("timed out")
+
+    def fetchall(self) -> list[tuple[str, str]]:
+        return [("u-1", str(N1)), ("u-2", str(N2)), ("u-3", str(N3))]
+
+
+def whole(tmp_path: Path, budget_s: float = 2.0) -> AfterPass:
+    """A pass over the whole cluster, every member answering in the Primary component."""
+    from tests.unit.daemon_cases import galera_pass
+
+    result = galera_pass(steady(N1), {n: alive(n) for n in ROSTER}, apply=False)
+    assert result.decision is not None
+    return AfterPass(
+        cluster_settings(unresponsive_after_ms=1000),
+        result.decision,
+        result.probes,
+        object(),  # type: ignore[arg-type]
+        StateStore(tmp_path, Checker.GALERA),
+        budget_s,
+        True,
+    )
+
+
+def test_a_causal_read_that_never_ran_is_unknown_never_0_ms(tmp_path: Path) -> None:
+    """A stalled survivor turns node_admin away (1040): its read is unknown, no answer that
+    disproves the stall, and one read measured stalled of a view of three proves nothing."""
+    galera = Galera({N2: math.inf, N3: math.inf}, frozenset({N3}))
+    actions = GaleraActions(galera.connect, galera.monotonic)
+    done = actions.after_pass(after(tmp_path, 1.5))
+    assert done.evictions == 0 and evicted_on(galera.log) == []
+    line = done.said[0]
+    assert "127.0.0.1:3313 unknown (Too many connections (error 1040))" in line, line
+    assert " 0 ms" not in line and "the others replicate" not in line, line
+
+
+SLOW = {N1: 0.3, N2: 0.3, N3: 0.3}  # two sites: a causal read takes 0.3 s
+
+
+@pytest.mark.parametrize(
+    ("measured", "latency_s", "budget_s", "evicted", "said"),
+    [
+        # the pass has 0.57 s: too short a wait to judge a 0.3 s cluster by; deferred
+        (True, SLOW, 0.57, False, "deferred: the causal reads' stall wait (1200 ms, normal"),
+        (True, SLOW, 2.0, False, "the others replicate"),
+        (True, {**SLOW, N2: math.inf, N3: math.inf}, 2.0, True, "stall wait 1200 ms, normal"),
+        (False, {N2: math.inf, N3: math.inf}, 2.0, True, "(stall wait 1000 ms, normal latency unk"),
+    ],
+    ids=["short-pass", "slow-cluster", "stalled", "never-measured"],
+)
+def test_the_stall_is_judged_against_the_clusters_own_latency(
+    tmp_path: Path,
+    *,
+    measured: bool,
+    latency_s: dict[NodeAddress, float],
+    budget_s: float,
+    evicted: bool,
+    said: str,
+) -> None:
+    galera = Galera(SLOW, frozenset())
+    actions = GaleraActions(galera.connect, galera.monotonic)
+    if measured:
+        assert actions.after_pass(whole(tmp_path)) == ActionsDone()
+        assert galera.waits, "the whole cluster's causal reads were measured"
+    galera.latency_s, galera.waits = latency_s, []
+    done = actions.after_pass(after(tmp_path, 1.5, budget_s=budget_s))
+    assert (done.evictions == 1) is evicted, done
+    assert said in " ".join(done.said + done.failed), done
+    assert all(wait >= 0.5 for wait in galera.waits), "never a wait cut to the pass's time"
+
+
+@pytest.mark.parametrize(
+    ("later_s", "probes", "asked"),
+    [
+        (1.0, {}, 3),  # measured a moment ago
+        (11.0, {}, 6),
+        (11.0, {N3: silent(N3)}, 3),  # a member silent: not the cluster's normal
+    ],
+    ids=["soon", "later", "not-whole"],
+)
+def test_the_normal_latency_is_measured_now_and_then_while_the_cluster_is_whole(
+    tmp_path: Path, later_s: float, probes: dict[NodeAddress, ProbeResult], asked: int
+) -> None:
+    galera = Galera({n: 0.002 for n in ROSTER}, frozenset())
+    actions = GaleraActions(galera.connect, galera.monotonic)
+    actions.after_pass(whole(tmp_path))
+    galera.now += later_s
+    second = whole(tmp_path)
+    actions.after_pass(replace(second, probes={**second.probes, **probes}))
+    assert sum(sql == CAUSAL_READ[1] for _, sql, _ in galera.log) == asked
