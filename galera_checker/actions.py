@@ -54,8 +54,10 @@ LATENCY_SAMPLES = 6
 
 class ClusterMemory:
     """What the actions keep of one cluster between its passes. Only that cluster's passes
-    read or write it (one pass of a cluster at a time); a scheduler pass, a new process, starts
-    with none: the throttles then ask once more, and the normal latency is unknown."""
+    read or write it (one pass of a cluster at a time). A scheduler pass, a new process, starts
+    with none but the latencies the state dir kept: its throttles only save queries (a dead
+    node's view is asked once more, a withheld eviction said once more), nothing depends on
+    them for what is decided."""
 
     __slots__ = ("known", "measured_at", "samples", "tried", "withheld")
 
@@ -136,15 +138,16 @@ class _Calls:
                 if eviction.unresponsive:
                     reads = self.causal_reads((survivor, *eviction.others), wait_s)
                     stall = stalled_on(reads, eviction.view)
+                    waited = f"stall wait {wait_s * 1000:.0f} ms, {normal}"
                     if not stall.proven:
                         # an answer is evidence for RETRY_S; unknowns alone are asked again
                         answered = any(r.outcome is ReadOutcome.ANSWERED for r in reads.values())
                         return _Evicted(
-                            f"not evicting {node} ({reason}): {stall.said}"
+                            f"not evicting {node} ({reason}): {stall.said} ({waited})"
                             + ("; the silence is between the checker and it" if answered else ""),
                             settled=answered,
                         )
-                    reason = f"{reason}, {stall.said} (stall wait {wait_s * 1000:.0f} ms, {normal})"
+                    reason = f"{reason}, {stall.said} ({waited})"
                 _evict_on(conn, uuid)
             told = [survivor]
             for other in eviction.others:
@@ -259,6 +262,10 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
 
     options = after.cluster
     cluster = options.name
+    if options.unresponsive_after_ms > 0 and memory.measured_at is None and not memory.samples:
+        # a new process (each scheduler pass): the latency an earlier one measured
+        samples, memory.measured_at = after.store.causal_latency(cluster)
+        memory.samples.extend(samples)
     known = memory.known
     # the uuids the state file kept (a scheduler pass is a new process) and this pass's
     known.update({n: m.identity for n, m in after.decision.memory.items() if m.identity})
@@ -345,7 +352,7 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
         if cleared:
             ours -= set(clearing.uuids)
     if options.unresponsive_after_ms > 0 and not wanted:
-        _measure(calls, memory, after, roster)
+        failed += _measure(calls, memory, after, roster)
     failure = after.store.record_evicted(cluster, sorted(ours))
     if failure:
         failed.append(failure)
@@ -354,24 +361,27 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
 
 def _measure(
     calls: _Calls, memory: ClusterMemory, after: AfterPass, roster: Sequence[NodeAddress]
-) -> None:
+) -> list[str]:
     """The cluster's normal causal-read latency, measured while every member answers in the
-    Primary component, at most once per LATENCY_EVERY_S: the slowest member's read. A
-    measurement with a read that did not answer within the pass's time adds nothing."""
+    Primary component, at most once per LATENCY_EVERY_S: the slowest member's read, kept in
+    the state dir for the next process too. A measurement with a read that did not answer
+    within the pass's time adds nothing. What went wrong keeping it, said."""
     from galera_checker.eviction import ReadOutcome, in_primary
 
     now = calls.monotonic()
-    if memory.measured_at is not None and now - memory.measured_at < LATENCY_EVERY_S:
-        return
+    if memory.measured_at is not None and 0 <= now - memory.measured_at < LATENCY_EVERY_S:
+        return []
     if not roster or not all(in_primary(after.probes.get(n)) for n in roster):
-        return
+        return []
     if calls.left() <= EVICT_MARGIN_S:
-        return
+        return []
     memory.measured_at = now
     reads = calls.causal_reads(roster, calls.left())
     taken = [r.ms for r in reads.values() if r.outcome is ReadOutcome.ANSWERED]
     if len(taken) == len(roster):
         memory.samples.append(max(ms or 0.0 for ms in taken))
+    failure = after.store.record_causal_latency(after.cluster.name, memory.samples, now)
+    return [failure] if failure else []
 
 
 def _evict_on(conn: pymysql.connections.Connection[Any], uuid: str) -> None:

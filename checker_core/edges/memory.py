@@ -270,6 +270,34 @@ class StateStore:
             return f"{path} not written ({exc.strerror or exc})"
         return None
 
+    def latency_path(self, cluster: str) -> Path:
+        return self._path(cluster, "latency")
+
+    def causal_latency(self, cluster: str) -> tuple[tuple[float, ...], float | None]:
+        """The cluster's last causal-read latencies (ms) and when they were last measured
+        (monotonic; None from another boot). Unreadable or absent: none, never measured."""
+        try:
+            data = json.loads(self.latency_path(cluster).read_text(encoding="utf-8"))
+            samples = tuple(float(ms) for ms in data["samples"])
+            at = data.get("at") if _same_clock(data.get("clock")) else None
+            return samples, float(at) if isinstance(at, (int, float)) else None
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return (), None
+
+    def record_causal_latency(
+        self, cluster: str, samples: Collection[float], at: float
+    ) -> str | None:
+        """Keep the latencies for the next process (a scheduler pass); the reason when the
+        state dir refused."""
+        path = self.latency_path(cluster)
+        payload = {"clock": _clock(), "at": at, "samples": [round(ms, 3) for ms in samples]}
+        try:
+            self.ensure_dir()
+            _atomic_write(path, json.dumps(payload))
+        except OSError as exc:
+            return f"{path} not written ({exc.strerror or exc})"
+        return None
+
     # ------------------------------------------------------------ a switchover's writer
 
     def writer_pin_path(self, cluster: str) -> Path:

@@ -620,3 +620,17 @@ def test_the_normal_latency_is_measured_now_and_then_while_the_cluster_is_whole(
     second = whole(tmp_path)
     actions.after_pass(replace(second, probes={**second.probes, **probes}))
     assert sum(sql == CAUSAL_READ[1] for _, sql, _ in galera.log) == asked
+
+
+def test_a_scheduler_pass_judges_by_the_latency_an_earlier_process_measured(
+    tmp_path: Path,
+) -> None:
+    """A new process every pass: the latency measured by an earlier one is read from the state
+    dir, so a 0.3 s cluster is judged by a 1.2 s wait, not the unknown default."""
+    galera = Galera(SLOW, frozenset())
+    GaleraActions(galera.connect, galera.monotonic).after_pass(whole(tmp_path))
+    galera.latency_s, galera.waits = {N2: 1.1, N3: 1.1}, []
+    later = GaleraActions(galera.connect, galera.monotonic)
+    done = later.after_pass(after(tmp_path, 1.5, budget_s=2.0))
+    assert done.evictions == 0 and "normal latency 300 ms" in done.said[0], done
+    assert galera.waits == [pytest.approx(1.2)] * 2
