@@ -208,3 +208,33 @@ def test_a_member_frozen_for_less_than_the_time_is_not_evicted(
     assert "evicted" not in "".join(daemon.output)
     assert all(evict_list(galera, n) == "" for n in (1, 2, 3))
     assert status(galera, 1, "wsrep_cluster_size") == "3"
+
+
+# a uuid no process of the lab ever had: an entry only a hand (or a lost memory) leaves
+MADE_UP = "0badc0de-0000-11ef-8000-0123456789ab"
+
+
+def test_stale_entries_are_cleared_by_one_pass_without_a_state_dir(
+    rig: Rig, galera: Any, nodes: list[NodeAddress]
+) -> None:
+    """The lists themselves show an entry stale (in no view, no member's own uuid): one acting
+    pass with an empty state dir clears every member's list."""
+    for n in (1, 2, 3):
+        galera.sql(n, "SET GLOBAL wsrep_provider_options = %s", (f"evs.evict={MADE_UP}",))
+    try:
+        wait_until(
+            lambda: all(MADE_UP in evict_list(galera, n) for n in (1, 2, 3)),
+            SOON_S,
+            "the made-up uuid to be listed by every member",
+        )
+        rig.node_admin = True
+        rig.write_config(evict_dead_nodes=True)
+        assert not rig.state_dir.exists() or not any(rig.state_dir.iterdir())
+        done = rig.run()
+        assert done.code == 0, done.stderr
+        assert all(evict_list(galera, n) == "" for n in (1, 2, 3)), done.stderr
+        assert done.stderr.count("cleared the eviction list") == 3, done.stderr
+        assert status(galera, 1, "wsrep_cluster_size") == "3"
+    finally:
+        for n in (1, 2, 3):
+            galera.sql(n, "SET GLOBAL wsrep_provider_options = %s", ("evs.evict=",))
