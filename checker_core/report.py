@@ -170,6 +170,8 @@ def status_record(result: PassResult, hostgroups: Hostgroups) -> dict[str, Any]:
         "failover_ready": None if readiness is None else readiness.ready,
         "next_writers": [str(n) for n in readiness.next_writers] if readiness else [],
         "readiness": None if readiness is None else readiness.reason,
+        # Galera members evicted that stay out until restarted
+        "needs_restart": [str(n) for n in result.stranded],
     }
 
 

@@ -257,6 +257,8 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
         in_primary,
         needs_view,
         stall_wait,
+        still_evicted,
+        stranded,
         unresponsive_members,
     )
 
@@ -285,7 +287,13 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
         now=calls.monotonic(),
         after_ms=options.unresponsive_after_ms,
     )
-    said: list[str] = []
+    evicted = after.store.evicted(cluster)  # what this checker evicted, and which node
+    stuck = stranded(after.probes, roster, evicted)
+    said: list[str] = [
+        f"{node} is an evicted process out of the Primary component: it stays out until "
+        "restarted (a new process rejoins)"
+        for node in stuck
+    ]
     if not after.acting:
         said += [
             f"would evict {e.node} through {e.survivor} ({e.reason}"
@@ -294,7 +302,7 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
             else f"would not evict {e.node} ({e.reason}): {e.withheld}"
             for e in wanted
         ]
-        return ActionsDone(tuple(said))
+        return ActionsDone(tuple(said), stranded=stuck)
     # the lists are read from the members themselves, whatever the state file says
     members: set[str] | None = None
     failed: list[str] = []
@@ -307,7 +315,7 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
                 f"({why}); the next pass asks again"
             )
     clear = clearings(after.probes, roster, members)
-    ours = set(after.store.evicted(cluster))  # a hint only: what this checker evicted
+    ours = still_evicted(after.probes, roster, evicted)
     done = unresponsive = 0
     now = calls.monotonic()
     for eviction in wanted:
@@ -340,7 +348,8 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
         if went.uuid is not None:
             done += 1
             unresponsive += eviction.unresponsive
-            ours.add(went.uuid)
+            ours = {u: n for u, n in ours.items() if n != str(node)}
+            ours[went.uuid] = str(node)
         if went.text:
             (failed if went.went_wrong else said).append(went.text)
     for clearing in clear:
@@ -349,14 +358,12 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
             continue
         text, cleared = calls.clear(clearing)
         (said if cleared else failed).append(text)
-        if cleared:
-            ours -= set(clearing.uuids)
     if options.unresponsive_after_ms > 0 and not wanted:
         failed += _measure(calls, memory, after, roster)
-    failure = after.store.record_evicted(cluster, sorted(ours))
+    failure = after.store.record_evicted(cluster, ours)
     if failure:
         failed.append(failure)
-    return ActionsDone(tuple(said), tuple(failed), done, unresponsive)
+    return ActionsDone(tuple(said), tuple(failed), done, unresponsive, stuck)
 
 
 def _measure(

@@ -347,3 +347,57 @@ def stall_wait(normal_ms: float | None) -> tuple[float, str]:
     if normal_ms is None:
         return UNKNOWN_LATENCY_WAIT_S, "normal latency unknown"
     return max(STALL_WAIT_S, STALL_FACTOR * normal_ms / 1000), f"normal latency {normal_ms:.0f} ms"
+
+
+def stranded(
+    probes: Mapping[NodeAddress, ProbeResult],
+    roster: Collection[NodeAddress],
+    evicted: Collection[str],
+) -> tuple[NodeAddress, ...]:
+    """Evicted processes that answer but cannot come back by themselves: the node is out of
+    the Primary component (or not connected) and its own gcomm uuid is one this checker evicted
+    (`evicted`) or one a Primary member lists as evicted. Such a process stays out until it is
+    restarted; a restarted one has a new uuid and is not shown."""
+    listed = {u for n in roster if in_primary(probes.get(n)) for u in _listed(probes.get(n))}
+    found = []
+    for node in sorted(roster):
+        facts = facts_of(probes.get(node))
+        if facts is None:
+            continue
+        uuid = facts.get("wsrep_gcomm_uuid")
+        joined = in_primary(probes.get(node)) and facts.get("wsrep_connected") != "OFF"
+        if uuid and not joined and (uuid in evicted or uuid in listed):
+            found.append(node)
+    return tuple(found)
+
+
+def still_evicted(
+    probes: Mapping[NodeAddress, ProbeResult],
+    roster: Collection[NodeAddress],
+    evicted: Mapping[str, str],
+) -> dict[str, str]:
+    """Which of the evicted uuids (uuid -> the node it was, "" unknown) are still worth keeping
+    to show a node that needs a restart: not once the node left the roster, answers under
+    another uuid (restarted) or is back in the Primary component; an entry of unknown node only
+    while a member still lists it."""
+    listed = {u for n in roster for u in _listed(probes.get(n))}
+    current = identities({n: p for n, p in probes.items() if n in roster})
+    kept = {}
+    for uuid, where in evicted.items():
+        node = _address(where)
+        if node is None:
+            if uuid in listed:
+                kept[uuid] = where
+            continue
+        if node not in roster:
+            continue
+        now = current.get(node)
+        if now is not None and (now != uuid or in_primary(probes.get(node))):
+            continue  # restarted, or merged back
+        kept[uuid] = where
+    return kept
+
+
+def _address(text: str) -> NodeAddress | None:
+    host, _, port = text.rpartition(":")
+    return NodeAddress(host, int(port)) if host and port.isdigit() else None

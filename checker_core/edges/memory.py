@@ -247,25 +247,31 @@ class StateStore:
     def evicted_path(self, cluster: str) -> Path:
         return self._path(cluster, "evicted")
 
-    def evicted(self, cluster: str) -> frozenset[str]:
-        """The gcomm uuids this checker evicted and has not cleared yet (unreadable: none)."""
+    def evicted(self, cluster: str) -> dict[str, str]:
+        """The gcomm uuids this checker evicted, each with the node it was (HOST:PORT; "" when
+        an older version wrote only the uuids). Unreadable: none."""
         try:
             data = json.loads(self.evicted_path(cluster).read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return frozenset()
-        return frozenset(str(u) for u in data) if isinstance(data, list) else frozenset()
+            return {}
+        if isinstance(data, list):
+            return {str(u): "" for u in data}
+        if isinstance(data, dict):
+            return {str(u): str(node) for u, node in data.items()}
+        return {}
 
-    def record_evicted(self, cluster: str, uuids: list[str]) -> str | None:
-        """Keep the list (none: the file goes); the reason when the state dir refused."""
+    def record_evicted(self, cluster: str, uuids: Mapping[str, str]) -> str | None:
+        """Keep the evicted uuids and their nodes (none: the file goes); the reason when the
+        state dir refused."""
         path = self.evicted_path(cluster)
         try:
             if not uuids:
                 path.unlink(missing_ok=True)
                 return None
-            if self.evicted(cluster) == frozenset(uuids):
+            if self.evicted(cluster) == dict(uuids):
                 return None
             self.ensure_dir()
-            _atomic_write(path, json.dumps(uuids))
+            _atomic_write(path, json.dumps(dict(sorted(uuids.items()))))
         except OSError as exc:
             return f"{path} not written ({exc.strerror or exc})"
         return None

@@ -42,6 +42,8 @@ class ActionsDone:
     failed: tuple[str, ...] = ()  # what could not be done: warnings too
     evictions: int = 0
     unresponsive: int = 0  # of the evictions, members evicted while silent (not refused)
+    # members evicted that cannot come back by themselves: they need a restart
+    stranded: tuple[NodeAddress, ...] = ()
 
 
 class NodeActions(Protocol):

@@ -119,6 +119,8 @@ class PassResult:
     unresponsive_evictions: int = 0  # of them, members evicted while silent (not refused)
     node_actions: tuple[str, ...] = ()  # what the pass did to the nodes themselves, in words
     advice: tuple[Advice, ...] = ()
+    # Galera members evicted that cannot come back by themselves: each needs a restart
+    stranded: tuple[NodeAddress, ...] = ()
 
     @property
     def role(self) -> Role | None:
@@ -214,6 +216,7 @@ class PassProgress:
         self.evictions = 0
         self.unresponsive_evictions = 0
         self.node_actions: tuple[str, ...] = ()
+        self.stranded: tuple[NodeAddress, ...] = ()
         self.advice: tuple[Advice, ...] = ()
         self.inputs: PassInputs | None = None
         self.assumed: tuple[str, ...] = ()
@@ -265,4 +268,5 @@ class PassProgress:
             unresponsive_evictions=self.unresponsive_evictions,
             node_actions=self.node_actions,
             advice=self.advice,
+            stranded=self.stranded,
         )

@@ -491,6 +491,7 @@ class PassRunner:
         done = actions.after_pass(after)
         progress.evictions += done.evictions
         progress.unresponsive_evictions += done.unresponsive
+        progress.stranded = done.stranded
         progress.node_actions += done.said + done.failed
         for failed in done.failed:
             progress.warn(failed)

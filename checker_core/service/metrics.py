@@ -55,6 +55,14 @@ METRICS: tuple[MetricSpec, ...] = (
         "cluster.evict_unresponsive_nodes).",
     ),
     MetricSpec(
+        "evicted_needs_restart",
+        Gauge,
+        ("cluster", "node"),
+        "Galera: 1 while the node is a process this checker evicted (its gcomm uuid the evicted "
+        "one, or listed in a Primary member's eviction list) that answers out of the Primary "
+        "component: it stays out until restarted; 0 for the other nodes.",
+    ),
+    MetricSpec(
         "early_passes",
         Counter,
         ("cause",),
@@ -253,6 +261,8 @@ class DaemonMetrics:
         for node, verdict in decision.verdicts.items():
             label = str(node)
             self._gauge("writer").labels(name, label).set(1 if node in writers else 0)
+            stranded = 1 if node in result.stranded else 0  # Galera's only; 0 for GR
+            self._gauge("evicted_needs_restart").labels(name, label).set(stranded)
             for state in State:
                 value = 1 if verdict.state is state else 0
                 self._gauge("node_verdict").labels(name, label, state.value).set(value)

@@ -4,6 +4,7 @@ actions against a recording connection (the SQL and its parameters)."""
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -26,6 +27,8 @@ from galera_checker.eviction import (
     evictions,
     member_to_evict,
     needs_view,
+    still_evicted,
+    stranded,
 )
 from tests.unit.daemon_cases import galera_pass
 from tests.unit.galera_cases import N1, N2, N3, cluster_settings, probe_ok, steady
@@ -408,15 +411,17 @@ def test_stale_entries_are_cleared_from_the_lists_alone(
     """After a restart without the state directory (or with it), the entries every member
     lists, in no view and no live node's uuid, are cleared from every member: the lists
     themselves show them stale."""
-    if recorded:
-        StateStore(tmp_path, Checker.GALERA).record_evicted("main", list(recorded))
+    store = StateStore(tmp_path, Checker.GALERA)
+    if recorded:  # as an older version wrote it: the uuids alone
+        store.evicted_path("main").write_text(json.dumps(list(recorded)))
     log: list[tuple[str, object]] = []
     actions = GaleraActions(recording({"u-1": "a", "u-2": "b", "u-3": "c"}, log))
     done = actions.after_pass(after(tmp_path, listing("dead-beef,old-1")))
     assert [n for sql, n in log if sql == "connect"] == [N1, N1, N2, N3], "view, then each"
     assert log.count((EVICT_SQL, ("evs.evict=",))) == 3, log
     assert all("cleared the eviction list" in line for line in done.said), done
-    assert StateStore(tmp_path, Checker.GALERA).evicted("main") == frozenset()
+    actions.after_pass(after(tmp_path, {n: alive(n) for n in ROSTER}))
+    assert store.evicted("main") == {}, "an entry of no known node goes once no list holds it"
 
 
 def test_a_clearing_that_failed_is_done_by_the_next_pass_at_once(tmp_path: Path) -> None:
@@ -442,3 +447,93 @@ def test_a_clearing_that_failed_is_done_by_the_next_pass_at_once(tmp_path: Path)
     again = actions.after_pass(after(tmp_path, piled))
     assert log.count((EVICT_SQL, ("evs.evict=",))) == 3, again
     assert "s-1, s-2, s-3" in again.said[0]
+
+
+# ---------------------------------------------------------------- evicted, needs a restart
+
+
+def woken(node: NodeAddress, uuid: str, **facts: str) -> ProbeResult:
+    """An evicted process that runs again: it answers, out of the Primary component."""
+    out = {"wsrep_cluster_status": "non-Primary", "wsrep_connected": "OFF"}
+    return probe_ok(node, wsrep_gcomm_uuid=uuid, **{**out, **facts})
+
+
+@pytest.mark.parametrize(
+    ("n1", "lists", "evicted", "shown"),
+    [
+        (woken(N1, "u-1"), "", {"u-1"}, True),  # the checker evicted this very process
+        (woken(N1, "u-1"), "u-1", set(), True),  # state dir lost: a Primary member lists it
+        (woken(N1, "u-1b"), "", {"u-1"}, False),  # restarted: a new process rejoins
+        (alive(N1), "", {"u-1"}, False),  # merged back
+        (woken(N1, "u-1"), "", set(), False),  # lost state dir, lists cleared: just down
+        (refused(N1), "", {"u-1"}, False),  # it does not answer: down, as any dead node
+    ],
+    ids=["evicted", "listed", "restarted", "back", "unknown", "dead"],
+)
+def test_an_evicted_process_out_of_the_view_is_shown_until_it_is_back(
+    n1: ProbeResult, lists: str, evicted: set[str], shown: bool
+) -> None:
+    probes = {N1: n1, N2: alive(N2, wsrep_evs_evict_list=lists), N3: alive(N3)}
+    assert stranded(probes, ROSTER, evicted) == ((N1,) if shown else ())
+
+
+@pytest.mark.parametrize(
+    ("n1", "kept"),
+    [
+        (refused(N1), True),  # not heard: it may be the frozen process, still to wake
+        (woken(N1, "u-1"), True),
+        (woken(N1, "u-1b"), False),
+        (alive(N1), False),
+    ],
+    ids=["dead", "stranded", "restarted", "back"],
+)
+def test_an_evicted_uuid_is_remembered_until_its_node_is_back_or_restarted(
+    n1: ProbeResult, kept: bool
+) -> None:
+    probes = {N1: n1, N2: alive(N2), N3: alive(N3)}
+    remembered = {"u-1": str(N1)}
+    assert still_evicted(probes, ROSTER, remembered) == (remembered if kept else {})
+    assert still_evicted(probes, (N2, N3), remembered) == {}, "a node out of the roster"
+
+
+def test_the_pass_says_an_evicted_process_needs_a_restart_until_it_is_restarted(
+    tmp_path: Path,
+) -> None:
+    log: list[tuple[str, object]] = []
+    actions = GaleraActions(recording({"u-1": str(N1), "u-2": "x", "u-3": "y"}, log))
+    actions.after_pass(after(tmp_path, {n: alive(n) for n in ROSTER}))
+    evicting = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
+    assert evicting.evictions == 1
+    store = StateStore(tmp_path, Checker.GALERA)
+    assert store.evicted("main") == {"u-1": str(N1)}
+    stuck = actions.after_pass(
+        after(tmp_path, {N1: woken(N1, "u-1"), N2: alive(N2), N3: alive(N3)})
+    )
+    assert stuck.stranded == (N1,)
+    assert f"{N1} is an evicted process out of the Primary component" in stuck.said[0]
+    dry = actions.after_pass(
+        after(tmp_path, {N1: woken(N1, "u-1"), N2: alive(N2), N3: alive(N3)}, acting=False)
+    )
+    assert dry.stranded == (N1,), "shown by a standby or a dry run too"
+    restarted = {N1: woken(N1, "u-1b", wsrep_local_state="1"), N2: alive(N2), N3: alive(N3)}
+    back = actions.after_pass(after(tmp_path, restarted))
+    assert back.stranded == () and store.evicted("main") == {}
+
+
+def test_status_and_metrics_show_a_node_that_needs_a_restart() -> None:
+    from checker_core.report import status_record
+    from checker_core.service.metrics import DaemonMetrics
+    from tests.unit.galera_cases import HG
+
+    result = replace(galera_pass(steady(N2)), stranded=(N1,))
+    assert status_record(result, HG)["needs_restart"] == [str(N1)]
+    metrics = DaemonMetrics("galera")
+    metrics.observe(result, 100.0)
+    gauge = "proxysql_checker_evicted_needs_restart"
+    samples = {
+        s.labels["node"]: s.value
+        for family in metrics.registry.collect()
+        for s in family.samples
+        if s.name == gauge
+    }
+    assert samples == {str(N1): 1.0, str(N2): 0.0, str(N3): 0.0}
