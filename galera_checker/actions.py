@@ -46,6 +46,9 @@ PAST_DEADLINE = "the pass's deadline (run.max_runtime_ms) came first; the next p
 CAUSAL_READ = ("SET SESSION wsrep_sync_wait = 1", "SELECT 1")
 # what an eviction needs besides the stall wait: connects, the view, the statements
 EVICT_MARGIN_S = 0.1
+# an eviction of a silent member done off the pass (a daemon's): what it may take besides the
+# stall wait (connects, the view, telling every survivor)
+OFF_PASS_SLACK_S = 2.0
 # the cluster's normal causal-read latency: measured at most this often while it is whole, the
 # highest of the last LATENCY_SAMPLES measurements
 LATENCY_EVERY_S = 10.0
@@ -59,7 +62,7 @@ class ClusterMemory:
     node's view is asked once more, a withheld eviction said once more), nothing depends on
     them for what is decided."""
 
-    __slots__ = ("known", "measured_at", "samples", "tried", "withheld")
+    __slots__ = ("finished", "job", "known", "lock", "measured_at", "samples", "tried", "withheld")
 
     def __init__(self) -> None:
         self.known: dict[NodeAddress, str] = {}  # the last gcomm uuid each node gave
@@ -67,6 +70,19 @@ class ClusterMemory:
         self.withheld: dict[NodeAddress, float] = {}  # when its withheld eviction was last said
         self.samples: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # causal reads, ms
         self.measured_at: float | None = None  # monotonic
+        # a daemon's eviction of a silent member under way off the pass, and those it finished
+        # that no pass has reported yet (the job's thread appends, the cluster's pass takes)
+        self.job: threading.Thread | None = None
+        self.finished: list[tuple[Eviction, _Evicted]] = []
+        self.lock = threading.Lock()
+
+    def busy(self) -> bool:
+        return self.job is not None and self.job.is_alive()
+
+    def take_finished(self) -> list[tuple[Eviction, _Evicted]]:
+        with self.lock:
+            done, self.finished = self.finished, []
+        return done
 
     def normal_ms(self) -> float | None:
         return max(self.samples) if self.samples else None
@@ -318,6 +334,16 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
     ours = still_evicted(after.probes, roster, evicted)
     done = unresponsive = 0
     now = calls.monotonic()
+    for eviction, went in memory.take_finished():  # done off an earlier pass
+        if not went.settled:
+            memory.tried.pop(eviction.node, None)
+        if went.uuid is not None:
+            done += 1
+            unresponsive += eviction.unresponsive
+            ours = {u: n for u, n in ours.items() if n != str(eviction.node)}
+            ours[went.uuid] = str(eviction.node)
+        if went.text:
+            (failed if went.went_wrong else said).append(went.text)
     for eviction in wanted:
         node = eviction.node
         if not eviction.allowed:
@@ -330,6 +356,16 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
         if now - memory.tried.get(node, -RETRY_S) < RETRY_S:
             continue  # asked a moment ago: a dead node refuses pass after pass
         wait_s, normal = stall_wait(memory.normal_ms())
+        if eviction.unresponsive and after.persistent:
+            # off the pass: the stall wait is the cluster's, whatever the pass has left
+            if not memory.busy():
+                memory.tried[node] = now
+                _off_pass(calls, memory, eviction, wait_s, normal)
+                said.append(
+                    f"eviction of {node} under way: the survivors' causal reads asked off the "
+                    f"pass (stall wait {wait_s * 1000:.0f} ms, {normal})"
+                )
+            continue
         if eviction.unresponsive and calls.left() < wait_s + EVICT_MARGIN_S:
             # decided on a shorter wait, a slow cluster's answers would look like a stall
             failed.append(
@@ -364,6 +400,23 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
     if failure:
         failed.append(failure)
     return ActionsDone(tuple(said), tuple(failed), done, unresponsive, stuck)
+
+
+def _off_pass(
+    calls: _Calls, memory: ClusterMemory, eviction: Eviction, wait_s: float, normal: str
+) -> None:
+    """The eviction of a silent member on a thread of its own, with a deadline of its own:
+    the next pass of the cluster reports it (a daemon's process lives on)."""
+    deadline = calls.monotonic() + wait_s + OFF_PASS_SLACK_S
+    own = _Calls(calls.connect, calls.monotonic, calls.account, deadline)
+
+    def job() -> None:
+        went = own.evict(eviction, wait_s, normal)
+        with memory.lock:
+            memory.finished.append((eviction, went))
+
+    memory.job = threading.Thread(target=job, name=f"evict {eviction.node}", daemon=True)
+    memory.job.start()
 
 
 def _measure(

@@ -30,6 +30,9 @@ class AfterPass:
     store: StateStore
     budget_s: float  # what is left of the pass's time
     acting: bool  # False: a dry run, a standby or a paused checker only says what it would do
+    # a daemon's pass (the process lives on): a slow action may go on after the pass, on a
+    # thread of its own, and be reported by the next pass
+    persistent: bool = False
 
 
 # how a checker's line for an eviction it made begins: /status keeps the last such lines

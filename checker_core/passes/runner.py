@@ -486,7 +486,14 @@ class PassRunner:
         left = self.settings.run.max_runtime_ms / 1000 - (self.monotonic() - progress.started)
         budget, node_admin = max(0.05, left * 0.8), self.settings.node_admin
         after = AfterPass(
-            cluster, decision, progress.probes, node_admin, self.store, budget, acting
+            cluster,
+            decision,
+            progress.probes,
+            node_admin,
+            self.store,
+            budget,
+            acting,
+            persistent=self.persistent,
         )
         done = actions.after_pass(after)
         progress.evictions += done.evictions

@@ -634,3 +634,25 @@ def test_a_scheduler_pass_judges_by_the_latency_an_earlier_process_measured(
     done = later.after_pass(after(tmp_path, 1.5, budget_s=2.0))
     assert done.evictions == 0 and "normal latency 300 ms" in done.said[0], done
     assert galera.waits == [pytest.approx(1.2)] * 2
+
+
+def test_a_daemons_eviction_gets_its_stall_wait_off_the_pass(tmp_path: Path) -> None:
+    """A daemon's pass with 0.29 s left (its probes waited for the frozen node) cannot give
+    the 0.5 s stall wait: the causal reads go on off the pass, on a thread with a deadline of
+    their own, and the next pass reports the eviction."""
+    galera = Galera({N2: math.inf, N3: math.inf}, frozenset())
+    actions = GaleraActions(galera.connect, galera.monotonic)
+    short = replace(after(tmp_path, 1.5, budget_s=0.29), persistent=True)
+    started = actions.after_pass(short)
+    assert started.evictions == 0 and "under way" in started.said[0], started
+    assert "stall wait 1000 ms, normal latency unknown" in started.said[0]
+    job = actions.memory_of("main").job
+    assert job is not None
+    job.join(10.0)
+    assert not job.is_alive()
+    assert sorted(evicted_on(galera.log), key=str) == [N2, N3]
+    assert galera.waits == [1.0, 1.0], "the whole wait, whatever the pass had left"
+    reported = actions.after_pass(short)
+    assert reported.evictions == reported.unresponsive == 1, reported
+    assert reported.said[0].startswith("evicted 127.0.0.1:3311 (gcomm uuid u-1)"), reported
+    assert StateStore(tmp_path, Checker.GALERA).evicted("main") == {"u-1": str(N1)}
