@@ -156,12 +156,14 @@ class _Calls:
                     stall = stalled_on(reads, eviction.view)
                     waited = f"stall wait {wait_s * 1000:.0f} ms, {normal}"
                     if not stall.proven:
-                        # an answer is evidence for RETRY_S; unknowns alone are asked again
+                        # evidence of this moment only: a member still silent is asked about
+                        # again by the next pass (the first reads may come before the group
+                        # has anything to wait for), not RETRY_S later
                         answered = any(r.outcome is ReadOutcome.ANSWERED for r in reads.values())
                         return _Evicted(
                             f"not evicting {node} ({reason}): {stall.said} ({waited})"
                             + ("; the silence is between the checker and it" if answered else ""),
-                            settled=answered,
+                            settled=False,
                         )
                     reason = f"{reason}, {stall.said} ({waited})"
                 _evict_on(conn, uuid)

@@ -34,8 +34,8 @@ majority of the view's members (the silent one counted in the view) were measure
 
 The stall wait is the cluster's own: k (STALL_FACTOR) times the causal-read latency measured
 while the cluster was whole, never less than STALL_WAIT_S, and UNKNOWN_LATENCY_WAIT_S while no
-latency was ever measured. It is never cut to what the pass has left: a pass that cannot give
-it defers the eviction to the next pass.
+latency was ever measured. It is never cut to what the pass has left: a daemon's actions wait
+it off the pass, and a scheduler pass that cannot give it defers the eviction to the next pass.
 
 The eviction lists of a cluster where either option is on are this checker's: an entry in a
 Primary member's wsrep_evs_evict_list that is no member of the view (as a survivor lists it) and

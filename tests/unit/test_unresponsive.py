@@ -656,3 +656,15 @@ def test_a_daemons_eviction_gets_its_stall_wait_off_the_pass(tmp_path: Path) -> 
     assert reported.evictions == reported.unresponsive == 1, reported
     assert reported.said[0].startswith("evicted 127.0.0.1:3311 (gcomm uuid u-1)"), reported
     assert StateStore(tmp_path, Checker.GALERA).evicted("main") == {"u-1": str(N1)}
+
+
+def test_reads_that_proved_nothing_are_asked_again_by_the_next_pass(tmp_path: Path) -> None:
+    """The first reads may answer before the group has anything to wait for: a member still
+    silent a pass later is asked about again then, not RETRY_S later."""
+    galera = Galera({N2: 0.001, N3: 0.001}, frozenset())
+    actions = GaleraActions(galera.connect, galera.monotonic)
+    first = actions.after_pass(after(tmp_path, 1.5))
+    assert first.evictions == 0 and "the others replicate" in first.said[0]
+    galera.latency_s = {N2: math.inf, N3: math.inf}
+    galera.now += 1.0
+    assert actions.after_pass(after(tmp_path, 2.5, now=201.0)).evictions == 1
