@@ -337,15 +337,9 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
     done = unresponsive = 0
     now = calls.monotonic()
     for eviction, went in memory.take_finished():  # done off an earlier pass
-        if not went.settled:
-            memory.tried.pop(eviction.node, None)
-        if went.uuid is not None:
-            done += 1
-            unresponsive += eviction.unresponsive
-            ours = {u: n for u, n in ours.items() if n != str(eviction.node)}
-            ours[went.uuid] = str(eviction.node)
-        if went.text:
-            (failed if went.went_wrong else said).append(went.text)
+        _note(eviction, went, memory, ours, said=said, failed=failed)
+        done += went.uuid is not None
+        unresponsive += went.uuid is not None and eviction.unresponsive
     for eviction in wanted:
         node = eviction.node
         if not eviction.allowed:
@@ -381,15 +375,9 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
             continue
         memory.tried[node] = now
         went = calls.evict(eviction, wait_s, normal)
-        if not went.settled:
-            del memory.tried[node]
-        if went.uuid is not None:
-            done += 1
-            unresponsive += eviction.unresponsive
-            ours = {u: n for u, n in ours.items() if n != str(node)}
-            ours[went.uuid] = str(node)
-        if went.text:
-            (failed if went.went_wrong else said).append(went.text)
+        _note(eviction, went, memory, ours, said=said, failed=failed)
+        done += went.uuid is not None
+        unresponsive += went.uuid is not None and eviction.unresponsive
     for clearing in clear:
         if calls.left() <= 0:
             failed.append(f"clearing the eviction list of {clearing.node}: {PAST_DEADLINE}")
@@ -402,6 +390,28 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
     if failure:
         failed.append(failure)
     return ActionsDone(tuple(said), tuple(failed), done, unresponsive, stuck)
+
+
+def _note(
+    eviction: Eviction,
+    went: _Evicted,
+    memory: ClusterMemory,
+    ours: dict[str, str],
+    *,
+    said: list[str],
+    failed: list[str],
+) -> None:
+    """What an eviction's outcome leaves: asked again by the next pass unless settled, the
+    uuid evicted noted with its node (in place of an older one of the same node), said."""
+    node = eviction.node
+    if not went.settled:
+        memory.tried.pop(node, None)
+    if went.uuid is not None:
+        for uuid in [u for u, where in ours.items() if where == str(node)]:
+            del ours[uuid]
+        ours[went.uuid] = str(node)
+    if went.text:
+        (failed if went.went_wrong else said).append(went.text)
 
 
 def _off_pass(
