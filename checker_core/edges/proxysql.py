@@ -13,7 +13,7 @@ import struct
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from checker_core.core.model import (
     COLUMNS,
@@ -89,6 +89,27 @@ def _select(table: str, count: int, tag: str | None = None) -> str:
     marks = ", ".join(["%s"] * count)
     label = f"'{tag}', " if tag else ""
     return f"SELECT {label}{_COLUMN_LIST} FROM {table} WHERE hostgroup_id IN ({marks})"  # noqa: S608
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _runs_to_its_load(
+    method: Callable[Concatenate[AdminClient, _P], _R],
+) -> Callable[Concatenate[AdminClient, _P], _R]:
+    """The method runs with no pass's deadline on the connection, each statement bounded by
+    proxysql.read_timeout_ms alone: a pass stopped between its staging writes and its LOAD
+    would leave a half-written plan staged for anyone's LOAD to make live."""
+
+    def unbound(self: AdminClient, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        deadline, self._deadline = self._deadline, None
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._deadline = deadline
+
+    return unbound
 
 
 class AdminClient:
@@ -423,6 +444,7 @@ class AdminClient:
             (runtime if source == "r" else staging).append(row)
         return ClusterRows(runtime=sort_rows(runtime), staging=sort_rows(staging))
 
+    @_runs_to_its_load
     def apply(
         self,
         plan: Plan,
@@ -434,36 +456,10 @@ class AdminClient:
         warn: Callable[[str], None] | None = None,
         reconnect: Callable[[], AdminClient] | None = None,
     ) -> ApplyResult:
-        """The plan made live (see _apply). Once begun it runs to its LOAD (and SAVE) with each
-        statement bounded by proxysql.read_timeout_ms alone, not by the pass's deadline: a pass
-        stopped between its staging writes and its LOAD would leave a half-written plan staged
-        for anyone's LOAD to make live. The runner begins it only with time enough left."""
-        deadline, self._deadline = self._deadline, None
-        try:
-            return self._apply(
-                plan,
-                persist,
-                staging_seen,
-                save_owed=save_owed,
-                on_load=on_load,
-                warn=warn,
-                reconnect=reconnect,
-            )
-        finally:
-            self._deadline = deadline
-
-    def _apply(
-        self,
-        plan: Plan,
-        persist: bool,
-        staging_seen: Sequence[ServerRow] | None = None,
-        *,
-        save_owed: bool = False,
-        on_load: Callable[[], None] | None = None,
-        warn: Callable[[str], None] | None = None,
-        reconnect: Callable[[], AdminClient] | None = None,
-    ) -> ApplyResult:
         """Stage the plan's rows, verify them, then LOAD (and SAVE) only when live rows change.
+        Once begun it runs to its LOAD (and SAVE), each statement bounded by
+        proxysql.read_timeout_ms alone (_runs_to_its_load); the runner begins it only with time
+        enough left.
 
         A staging area left half-written by a pass that died is rewritten here even when the
         plan is empty; it is never loaded unless this call finished writing it, nor when the

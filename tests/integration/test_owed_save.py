@@ -12,13 +12,8 @@ import pytest
 
 from checker_core.passes.result import Mode, Outcome, PassResult
 from checker_core.passes.runner import PassRunner
-from checker_core.settings.config import load
-from checker_core.settings.schema import Checker
-from galera_checker.cli import kind as galera_kind
-from tests.integration.rig import admin_for
-from tests.lab.fleet_config import Fleet, seed, write_config
+from tests.integration.sim_runner import sim_runner
 from tests.lab.proxysql import ProxySQLLab, admin_cursor
-from tests.lab.simnodes import SimNodes
 
 pytestmark = [pytest.mark.proxysql]
 
@@ -28,20 +23,11 @@ OTHER = 9500  # a hostgroup no checker manages
 @pytest.fixture
 def runner(private_proxysql: ProxySQLLab, tmp_path: Path) -> Iterator[PassRunner]:
     private_proxysql.reset()
-    with SimNodes(clusters=1, nodes=3) as sim:
-        fleet = Fleet.of(sim)
-        admin = admin_for(private_proxysql)
-        try:
-            seed(admin, fleet)
-        finally:
-            admin.close()
-        config = write_config(private_proxysql, fleet, tmp_path / "checker", 2000)
-        made = PassRunner(load(config, Checker.GALERA, env={}), galera_kind(), persistent=True)
-        try:
+    try:
+        with sim_runner(private_proxysql, tmp_path / "checker") as (_, made):
             yield made
-        finally:
-            made.close()
-            private_proxysql.reset()
+    finally:
+        private_proxysql.reset()
 
 
 def one_pass(runner: PassRunner) -> PassResult:

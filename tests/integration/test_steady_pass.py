@@ -10,11 +10,7 @@ import pytest
 
 from checker_core.passes.result import Mode, Outcome, PassResult
 from checker_core.passes.runner import PassRunner
-from checker_core.settings.config import load
-from checker_core.settings.schema import Checker
-from galera_checker.cli import kind as galera_kind
-from tests.integration.rig import admin_for
-from tests.lab.fleet_config import Fleet, seed, write_config
+from tests.integration.sim_runner import sim_runner
 from tests.lab.proxysql import ProxySQLLab
 from tests.lab.simnodes import SimNodes
 
@@ -24,19 +20,8 @@ pytestmark = [pytest.mark.proxysql]
 @pytest.fixture
 def runner(private_proxysql: ProxySQLLab, tmp_path: Path) -> Iterator[tuple[SimNodes, PassRunner]]:
     private_proxysql.reset()
-    with SimNodes(clusters=1, nodes=3) as sim:
-        fleet = Fleet.of(sim)
-        admin = admin_for(private_proxysql)
-        try:
-            seed(admin, fleet)
-        finally:
-            admin.close()
-        config = write_config(private_proxysql, fleet, tmp_path / "checker", 2000)
-        made = PassRunner(load(config, Checker.GALERA, env={}), galera_kind(), persistent=True)
-        try:
-            yield sim, made
-        finally:
-            made.close()
+    with sim_runner(private_proxysql, tmp_path / "checker") as made:
+        yield made
 
 
 def one_pass(runner: PassRunner) -> PassResult:

@@ -16,13 +16,8 @@ from checker_core.core.attached import AUTO_INCREMENT_DELAY
 from checker_core.edges.proxysql_sessions import record_path
 from checker_core.passes.result import Mode, PassResult
 from checker_core.passes.runner import PassRunner
-from checker_core.settings.config import load
-from checker_core.settings.schema import Checker
-from galera_checker.cli import kind as galera_kind
-from tests.integration.rig import admin_for
-from tests.lab.fleet_config import Fleet, seed, write_config
+from tests.integration.sim_runner import sim_runner
 from tests.lab.proxysql import ProxySQLLab, admin_cursor
-from tests.lab.simnodes import SimNodes
 
 pytestmark = [pytest.mark.proxysql]
 
@@ -54,21 +49,12 @@ def runner(private_proxysql: ProxySQLLab, tmp_path: Path) -> Iterator[PassRunner
         value(lab, "runtime_global_variables"),
         value(lab, "runtime_global_variables", OTHER),
     )
-    with SimNodes(clusters=1, nodes=3) as sim:
-        fleet = Fleet.of(sim)
-        admin = admin_for(lab)
-        try:
-            seed(admin, fleet)
-        finally:
-            admin.close()
-        config = write_config(lab, fleet, tmp_path / "checker", 2000)
-        made = PassRunner(load(config, Checker.GALERA, env={}), galera_kind(), persistent=True)
-        try:
+    try:
+        with sim_runner(lab, tmp_path / "checker") as (_, made):
             yield made
-        finally:
-            made.close()
-            stage(lab, OTHER, other, load=False)
-            stage(lab, AUTO_INCREMENT_DELAY, delay, load=True)
+    finally:
+        stage(lab, OTHER, other, load=False)
+        stage(lab, AUTO_INCREMENT_DELAY, delay, load=True)
 
 
 def acting_pass(runner: PassRunner) -> PassResult:
