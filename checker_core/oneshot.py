@@ -119,7 +119,7 @@ def run(settings: Settings, kind: Callable[[], CheckerKind]) -> Exit:
     from checker_core.edges import driver
     from checker_core.edges.logs import get_logger
     from checker_core.passes.result import exit_code
-    from checker_core.report import log_pass
+    from checker_core.report import log_later, log_pass
 
     # loading the driver is the program's start, not the pass's work: duration_ms is the pass
     driver.load()
@@ -132,9 +132,16 @@ def run(settings: Settings, kind: Callable[[], CheckerKind]) -> Exit:
         stream=stream,
         checker=settings.checker.value,
     )
-    results = run_passes(settings, kind(), "apply")
+    checker_kind = kind()
+    results = run_passes(settings, checker_kind, "apply")
     for result in results:
         log_pass(log, result)
+    if checker_kind.actions is not None:
+        # the passes are over and their locks released: ProxySQL's next run of a cluster goes
+        # on while what they left for after them (an eviction's stall wait) takes its own time
+        for later in checker_kind.actions.finish():
+            log_later(log, later)
+    # what was done after the passes is said, never the exit code: that is the passes'
     return exit_code(results)
 
 

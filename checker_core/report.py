@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checker_core.core.leadership import Role
 from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
 from checker_core.passes.result import Outcome, PassResult
+
+if TYPE_CHECKING:
+    from checker_core.passes.plugin import LaterActions
 
 _SHORT = {
     ServerStatus.ONLINE: "",
@@ -224,6 +227,21 @@ def render(result: PassResult, hostgroups: Hostgroups, with_sql: bool) -> str:
     for warning in result.warnings:
         lines.append(f"warning: {warning}")
     return "\n".join(lines)
+
+
+def log_later(log: Any, later: LaterActions) -> None:
+    """One line for what a one-shot process did on a cluster's nodes after its pass (an
+    eviction), after the pass line; a warning when some of it went wrong."""
+    done = later.done
+    method = "warning" if done.failed else "info"
+    getattr(log, method)(
+        "evict",
+        cluster=later.cluster,
+        duration_ms=round(later.duration_ms, 1),
+        evictions=done.evictions,
+        unresponsive=done.unresponsive,
+        summary=f"cluster {later.cluster}: " + "; ".join(done.said + done.failed),
+    )
 
 
 def log_pass(log: Any, result: PassResult) -> None:

@@ -21,12 +21,16 @@ from typing import TYPE_CHECKING, Any
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure
 from checker_core.edges.failures import describe_error, failure_of
-from checker_core.passes.plugin import EVICTED, ActionsDone, AfterPass
+from checker_core.edges.lock import cluster_lock
+from checker_core.passes.plugin import EVICTED, ActionsDone, AfterPass, LaterActions
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pymysql
 
     from checker_core.core.settings import Endpoint
+    from checker_core.edges.memory import StateStore
     from galera_checker.eviction import CausalRead, Clearing, Eviction
 
 Session = Callable[..., AbstractContextManager["pymysql.connections.Connection[Any]"]]
@@ -46,8 +50,8 @@ PAST_DEADLINE = "the pass's deadline (run.max_runtime_ms) came first; the next p
 CAUSAL_READ = ("SET SESSION wsrep_sync_wait = 1", "SELECT 1")
 # what an eviction needs besides the stall wait: connects, the view, the statements
 EVICT_MARGIN_S = 0.1
-# an eviction of a silent member done off the pass (a daemon's): what it may take besides the
-# stall wait (connects, the view, telling every survivor)
+# an eviction done off the pass (a daemon's on a thread, a scheduler process's once its pass is
+# over): what it may take besides the stall wait (connects, the view, telling every survivor)
 OFF_PASS_SLACK_S = 2.0
 # the cluster's normal causal-read latency: measured at most this often while it is whole, the
 # highest of the last LATENCY_SAMPLES measurements
@@ -62,7 +66,18 @@ class ClusterMemory:
     node's view is asked once more, a withheld eviction said once more), nothing depends on
     them for what is decided."""
 
-    __slots__ = ("finished", "job", "known", "lock", "measured_at", "samples", "tried", "withheld")
+    __slots__ = (
+        "finished",
+        "job",
+        "job_s",
+        "known",
+        "later",
+        "lock",
+        "measured_at",
+        "samples",
+        "tried",
+        "withheld",
+    )
 
     def __init__(self) -> None:
         self.known: dict[NodeAddress, str] = {}  # the last gcomm uuid each node gave
@@ -73,8 +88,11 @@ class ClusterMemory:
         # a daemon's eviction of a silent member under way off the pass, and those it finished
         # that no pass has reported yet (the job's thread appends, the cluster's pass takes)
         self.job: threading.Thread | None = None
+        self.job_s = 0.0  # what the job's evictions may take, their deadlines put together
         self.finished: list[tuple[Eviction, _Evicted]] = []
         self.lock = threading.Lock()
+        # a scheduler pass's evictions left for after it, once its lock is released (finish)
+        self.later: _Later | None = None
 
     def busy(self) -> bool:
         return self.job is not None and self.job.is_alive()
@@ -111,6 +129,34 @@ class GaleraActions:
         deadline = self.monotonic() + after.budget_s
         calls = _Calls(self.connect, self.monotonic, after.node_admin, deadline)
         return _act(calls, self.memory_of(options.name), after)
+
+    def finish(self) -> tuple[LaterActions, ...]:
+        """A scheduler process's evictions that its passes left for after them: each
+        cluster's on a thread of its own, under the cluster's eviction lock, each eviction with
+        a deadline of its own (its stall wait plus OFF_PASS_SLACK_S); waited for until the last
+        deadline, then said and noted in the state dir as a daemon's next pass would."""
+        with self._lock:
+            waiting = [(name, m) for name, m in self._clusters.items() if m.later is not None]
+        if not waiting:
+            return ()
+        started, waited = self.monotonic(), time.monotonic()
+        for _, memory in waiting:
+            later = memory.later
+            assert later is not None
+            _off_pass(later.calls, memory, later.work, later.lock_path)
+        for _, memory in waiting:
+            if memory.job is not None:
+                # the wall's time, which a join counts in; the statements' margin on top
+                bound = memory.job_s + EVICT_MARGIN_S - (time.monotonic() - waited)
+                memory.job.join(max(0.0, bound))
+        took_ms = (self.monotonic() - started) * 1000
+        done: list[LaterActions] = []
+        for name, memory in waiting:
+            later = memory.later
+            assert later is not None
+            memory.later = None
+            done.append(LaterActions(name, _report(name, memory, later), took_ms))
+        return tuple(done)
 
 
 class _Calls:
@@ -199,7 +245,7 @@ class _Calls:
         self, nodes: Sequence[NodeAddress], wait_s: float
     ) -> dict[NodeAddress, CausalRead]:
         """A causal read on every node at once, each allowed `wait_s`; a read not done by the
-        pass's deadline is unknown."""
+        deadline of these calls (the pass's, or an eviction's own off the pass) is unknown."""
         from galera_checker.eviction import CausalRead, ReadOutcome
 
         reads: dict[NodeAddress, CausalRead] = {}
@@ -212,7 +258,7 @@ class _Calls:
             thread.start()
         for thread in threads:
             thread.join(max(0.0, self.left()))
-        late = CausalRead(ReadOutcome.UNKNOWN, why="not done by the pass's deadline")
+        late = CausalRead(ReadOutcome.UNKNOWN, why="not done by its deadline")
         return {n: reads.get(n, late) for n in nodes}
 
     def causal_read(self, node: NodeAddress, wait_s: float) -> CausalRead:
@@ -356,18 +402,24 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
             # off the pass: the stall wait is the cluster's, whatever the pass has left
             if not memory.busy():
                 memory.tried[node] = now
-                _off_pass(calls, memory, eviction, wait_s, normal)
+                lock_path = after.store.evict_lock_path(cluster)
+                _off_pass(calls, memory, ((eviction, wait_s, normal),), lock_path)
                 said.append(
                     f"eviction of {node} under way: the survivors' causal reads asked off the "
                     f"pass (stall wait {wait_s * 1000:.0f} ms, {normal})"
                 )
             continue
-        if eviction.unresponsive and calls.left() < wait_s + EVICT_MARGIN_S:
-            # decided on a shorter wait, a slow cluster's answers would look like a stall
-            failed.append(
-                f"eviction of {node} deferred: the causal reads' stall wait ({wait_s * 1000:.0f}"
-                f" ms, {normal}) does not fit in what the pass has left "
-                f"({max(0.0, calls.left()) * 1000:.0f} ms); the next pass goes on"
+        if eviction.unresponsive or (calls.left() <= 0 and not after.persistent):
+            # a scheduler pass: after it, its lock released, with the wait the cluster needs
+            # (a dead node's eviction only when the pass's deadline left it undone)
+            memory.tried[node] = now
+            _leave_for_later(calls, memory, after, (eviction, wait_s, normal))
+            said.append(
+                f"eviction of {node} after this pass: the survivors' causal reads asked once the "
+                f"pass is over (stall wait {wait_s * 1000:.0f} ms, {normal})"
+                if eviction.unresponsive
+                else f"eviction of {node} after this pass: the pass's deadline "
+                "(run.max_runtime_ms) came first"
             )
             continue
         if calls.left() <= 0:
@@ -414,21 +466,92 @@ def _note(
         (failed if went.went_wrong else said).append(went.text)
 
 
-def _off_pass(
-    calls: _Calls, memory: ClusterMemory, eviction: Eviction, wait_s: float, normal: str
-) -> None:
-    """The eviction of a silent member on a thread of its own, with a deadline of its own:
-    the next pass of the cluster reports it (a daemon's process lives on)."""
-    deadline = calls.monotonic() + wait_s + OFF_PASS_SLACK_S
-    own = _Calls(calls.connect, calls.monotonic, calls.account, deadline)
+# an eviction left for after the pass: what to evict, the stall wait, how the wait was chosen
+Work = tuple["Eviction", float, str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Later:
+    """A scheduler pass's evictions left for after it, with that pass's account and store."""
+
+    calls: _Calls
+    store: StateStore
+    lock_path: Path
+    work: tuple[Work, ...]
+
+
+def _leave_for_later(calls: _Calls, memory: ClusterMemory, after: AfterPass, work: Work) -> None:
+    cluster = after.cluster.name
+    earlier = memory.later.work if memory.later is not None else ()
+    path = after.store.evict_lock_path(cluster)
+    memory.later = _Later(calls, after.store, path, (*earlier, work))
+
+
+def _off_pass(calls: _Calls, memory: ClusterMemory, work: Sequence[Work], lock_path: Path) -> None:
+    """Evictions on a thread of their own, one after the other, each with a deadline of its
+    own, under the cluster's eviction lock: a daemon's next pass, or a scheduler process's
+    finish, reports them. Another process holding the lock (its own eviction of the cluster
+    under way) means these are skipped, said once; the next pass asks again."""
+    memory.job_s = sum(w + OFF_PASS_SLACK_S for _, w, _ in work)
+    nodes = ", ".join(str(e.node) for e, _, _ in work)
 
     def job() -> None:
-        went = own.evict(eviction, wait_s, normal)
+        went: list[tuple[Eviction, _Evicted]] = []
+        try:
+            with cluster_lock(lock_path) as held:
+                if held:
+                    for eviction, wait_s, normal in work:
+                        deadline = calls.monotonic() + wait_s + OFF_PASS_SLACK_S
+                        own = _Calls(calls.connect, calls.monotonic, calls.account, deadline)
+                        went.append((eviction, own.evict(eviction, wait_s, normal)))
+                else:
+                    why = f"another process holds {lock_path}, its own eviction under way"
+                    went = [(e, _Evicted(settled=False)) for e, _, _ in work]
+                    went[0] = (work[0][0], _skipped(nodes, why))
+        except OSError as exc:  # the state dir refused the lock: nothing evicted
+            why = f"its lock {lock_path} cannot be taken ({exc.strerror or exc})"
+            went = [(e, _Evicted(settled=False)) for e, _, _ in work]
+            went[0] = (work[0][0], _skipped(nodes, why))
         with memory.lock:
-            memory.finished.append((eviction, went))
+            memory.finished.extend(went)
 
-    memory.job = threading.Thread(target=job, name=f"evict {eviction.node}", daemon=True)
+    memory.job = threading.Thread(target=job, name=f"evict {nodes}", daemon=True)
     memory.job.start()
+
+
+def _skipped(nodes: str, why: str) -> _Evicted:
+    return _Evicted(
+        f"eviction of {nodes} skipped: {why}; the next pass asks again",
+        went_wrong=True,
+        settled=False,
+    )
+
+
+def _report(cluster: str, memory: ClusterMemory, later: _Later) -> ActionsDone:
+    """What a scheduler process's evictions after its pass did, noted in the state dir as a
+    daemon's next pass notes its own; one not over by its deadline is said so."""
+    said: list[str] = []
+    failed: list[str] = []
+    ours = later.store.evicted(cluster)
+    finished = memory.take_finished()
+    done = unresponsive = 0
+    for eviction, went in finished:
+        _note(eviction, went, memory, ours, said=said, failed=failed)
+        done += went.uuid is not None
+        unresponsive += went.uuid is not None and eviction.unresponsive
+    over = {e.node for e, _ in finished}
+    failed += [
+        f"eviction of {e.node} not over by its own deadline (stall wait {w * 1000:.0f} ms + "
+        f"{OFF_PASS_SLACK_S * 1000:.0f} ms); the cluster evicts it by itself after "
+        "evs.suspect_timeout"
+        for e, w, _ in later.work
+        if e.node not in over
+    ]
+    if done:
+        failure = later.store.record_evicted(cluster, ours)
+        if failure:
+            failed.append(failure)
+    return ActionsDone(tuple(said), tuple(failed), done, unresponsive)
 
 
 def _measure(

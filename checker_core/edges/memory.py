@@ -87,6 +87,11 @@ class StateStore:
     def lock_path(self, cluster: str) -> Path:
         return self._path(cluster, "lock")
 
+    def evict_lock_path(self, cluster: str) -> Path:
+        """The lock of the cluster's evictions done off its pass: one process at a time evicts,
+        while the pass's own lock stays free for the next pass."""
+        return self._path(cluster, "evict.lock")
+
     def pause_path(self, cluster: str | None) -> Path:
         """`<checker>.paused` for every cluster: no cluster name can make that name."""
         if cluster is None:

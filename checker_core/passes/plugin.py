@@ -30,8 +30,9 @@ class AfterPass:
     store: StateStore
     budget_s: float  # what is left of the pass's time
     acting: bool  # False: a dry run, a standby or a paused checker only says what it would do
-    # a daemon's pass (the process lives on): a slow action may go on after the pass, on a
-    # thread of its own, and be reported by the next pass
+    # a daemon's pass (the process lives on): a slow action goes on after the pass, on a
+    # thread of its own, and is reported by the next pass; a one-shot pass leaves it to
+    # NodeActions.finish, once its lock is released
     persistent: bool = False
 
 
@@ -49,10 +50,26 @@ class ActionsDone:
     stranded: tuple[NodeAddress, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class LaterActions:
+    """What a one-shot process did on one cluster's nodes after its pass, the pass's lock
+    released: said in a line of its own, after the pass line."""
+
+    cluster: str
+    done: ActionsDone
+    duration_ms: float
+
+
 class NodeActions(Protocol):
     """Actions a checker takes on the nodes themselves after a pass (Galera: evictions)."""
 
     def after_pass(self, after: AfterPass) -> ActionsDone: ...
+
+    def finish(self) -> tuple[LaterActions, ...]:
+        """In a one-shot process, once every pass is over and its lock released: the work its
+        passes left for after them (none unless they did), each piece bounded by a deadline of
+        its own, never a pass's; then the process ends."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -386,7 +386,8 @@ def test_another_clusters_pass_never_cuts_this_ones_eviction_short(tmp_path: Pat
 
 
 def test_an_eviction_the_deadline_skipped_is_tried_by_the_next_pass(tmp_path: Path) -> None:
-    """Not asked is not tried: the next pass, a moment later, evicts, not RETRY_S later."""
+    """A daemon's pass: not asked is not tried: the next pass, a moment later, evicts, not
+    RETRY_S later."""
     log: list[tuple[str, object]] = []
     clock = [100.0]
     actions = GaleraActions(
@@ -394,10 +395,31 @@ def test_an_eviction_the_deadline_skipped_is_tried_by_the_next_pass(tmp_path: Pa
     )
     actions.memory_of("main").known[N1] = "u-1"
     dead = {N1: refused(N1), N2: alive(N2), N3: alive(N3)}
-    skipped = actions.after_pass(replace(after(tmp_path, dead), budget_s=0.0))
+    daemon = replace(after(tmp_path, dead), persistent=True)
+    skipped = actions.after_pass(replace(daemon, budget_s=0.0))
     assert skipped.evictions == 0 and "deadline" in skipped.failed[0], skipped
     clock[0] += 0.2
-    assert actions.after_pass(after(tmp_path, dead)).evictions == 1
+    assert actions.after_pass(daemon).evictions == 1
+
+
+def test_a_scheduler_pass_evicts_a_dead_node_its_deadline_left_undone_after_it(
+    tmp_path: Path,
+) -> None:
+    """A scheduler process: what its pass's deadline left undone is done once the pass is
+    over, with a deadline of its own, and noted in the state dir."""
+    log: list[tuple[str, object]] = []
+    actions = GaleraActions(recording({"u-1": "127.0.0.1:3311", "u-2": "x", "u-3": "y"}, log))
+    actions.memory_of("main").known[N1] = "u-1"
+    dead = {N1: refused(N1), N2: alive(N2), N3: alive(N3)}
+    passed = actions.after_pass(replace(after(tmp_path, dead), budget_s=0.0))
+    assert passed.evictions == 0 and passed.failed == () and log == [], passed
+    assert "eviction of 127.0.0.1:3311 after this pass" in passed.said[0], passed
+    (later,) = actions.finish()
+    assert later.cluster == "main" and later.done.evictions == 1, later
+    assert later.done.said[0].startswith("evicted 127.0.0.1:3311 (gcomm uuid u-1) through")
+    assert log.count((EVICT_SQL, ("evs.evict=u-1",))) == 2, "every survivor told"
+    assert StateStore(tmp_path, Checker.GALERA).evicted("main") == {"u-1": str(N1)}
+    assert actions.finish() == (), "done once"
 
 
 def listing(uuids: str) -> dict[NodeAddress, ProbeResult]:

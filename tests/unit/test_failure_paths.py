@@ -293,7 +293,7 @@ def test_no_path_swallows_the_pass_deadline(tmp_path: Path) -> None:
     pass's outcome as it is, and the pass says it overran."""
     import time
 
-    from checker_core.passes.plugin import ActionsDone, AfterPass, CheckerKind
+    from checker_core.passes.plugin import ActionsDone, AfterPass, CheckerKind, LaterActions
     from checker_core.passes.runner import PassRunner
     from galera_checker.policy import GaleraPolicy
 
@@ -304,6 +304,9 @@ def test_no_path_swallows_the_pass_deadline(tmp_path: Path) -> None:
         def after_pass(self, after: AfterPass) -> ActionsDone:
             late[0] += 2.7  # three slow survivors
             return ActionsDone(("evicted someone",))
+
+        def finish(self) -> tuple[LaterActions, ...]:
+            return ()
 
     kind = CheckerKind(base.kind.checker, GaleraPolicy(), repr, actions=Slow())
     runner = PassRunner(
