@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from checker_core.core.model import NodeAddress
     from checker_core.core.settings import ClusterSettings, Settings
     from checker_core.core.whatif import Assumed
+    from checker_core.edges.memory import StateStore
     from checker_core.edges.proxysql import AdminClient
     from checker_core.passes.plugin import CheckerKind, SwitchoverRequest
     from checker_core.passes.result import PassResult
@@ -138,6 +139,9 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
             f"writer_is_also_reader {cluster.writer_is_also_reader}"
         )
     click.echo(f"  ProxySQL Cluster: {cluster_line}")
+    for cluster in settings.clusters:
+        if cluster.unresponsive_after_ms > 0:
+            click.echo(f"  cluster {cluster.name}: {_eviction_time(store, cluster.name)}")
     for warning in (*settings.warnings, *scheduler_warnings):
         click.echo(f"warning: {warning}", err=True)
     for result in _run_passes(inv, settings, "status"):
@@ -153,6 +157,19 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
             click.echo(f"  cluster {result.cluster} failover: {readiness.reason}")
         else:
             click.echo(f"warning: cluster {result.cluster}: failover {readiness.reason}", err=True)
+
+
+def _eviction_time(store: StateStore, cluster: str) -> str:
+    """How evict_unresponsive_nodes gets the causal reads' stall wait in each mode: never from
+    run.max_runtime_ms, so no cadence starves it."""
+    return (
+        "evict_unresponsive_nodes: the causal reads' whole stall wait is given off the pass, "
+        "never cut to run.max_runtime_ms: a scheduler pass (run) evicts once its pass line is "
+        f"out and its lock released, in the same process, under {store.evict_lock_path(cluster)} "
+        "(ProxySQL's next run of the cluster goes on meanwhile; one that finds that lock held "
+        "leaves the eviction to it); the daemon evicts on a thread of its own and its next pass "
+        "says how it went"
+    )
 
 
 def _bad_input(settings: Settings, problems: list[str]) -> NoReturn:

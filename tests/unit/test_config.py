@@ -514,3 +514,25 @@ def test_an_unresponsive_threshold_below_the_read_timeout_is_said(
     assert bool(said) is warned
     if warned:
         assert "unresponsive_after_ms (500) is below monitor.read_timeout_ms (800)" in said[0]
+
+
+@pytest.mark.parametrize(("option", "said"), [("", False), ("evict_unresponsive_nodes", True)])
+def test_check_config_says_how_each_mode_gives_an_eviction_its_time(
+    write_config: WriteConfig, option: str, said: bool
+) -> None:
+    """Informational, not a warning: no cadence leaves the stall wait short."""
+    text = GOOD.replace(
+        "[run]", '[node_admin]\nuser = "nodeadmin"\npassword_file = "{secret}"\n[run]'
+    )
+    if option:
+        text += f"{option} = true\nunresponsive_after_ms = 1500\n"
+    result = CliRunner().invoke(
+        build_galera(), ["--config", str(write_config(text)), "check-config"]
+    )
+    assert result.exit_code == 0, result.output
+    line = "cluster main: evict_unresponsive_nodes: the causal reads' whole stall wait"
+    assert (line in result.output) is said, result.output
+    assert "warning: cluster main: evict_unresponsive" not in result.output
+    if said:
+        assert "a scheduler pass (run) evicts once its pass line is out" in result.output
+        assert "galera.main.evict.lock" in result.output
