@@ -133,6 +133,13 @@ def evictions(
     return tuple(found)
 
 
+# a probe that leaves a member's silence going: silent again, or unheard (cut short by the pass's
+# deadline or by its wait for the silence to reach the threshold, before the member had its
+# whole read timeout again). A silence is counted only from a question the member left
+# unanswered for its whole timeout (silent_since); after that, only an answer ends it.
+STILL_SILENT = frozenset({ProbeFailure.SILENT, ProbeFailure.UNHEARD})
+
+
 def unresponsive_members(
     probes: Mapping[NodeAddress, ProbeResult],
     roster: Collection[NodeAddress],
@@ -154,9 +161,9 @@ def unresponsive_members(
     found = []
     for node in sorted(roster):
         probe, kept = probes.get(node), memory.get(node)
-        if probe is None or probe.how_failed is not ProbeFailure.SILENT:
+        if probe is None or kept is None or kept.silent_since is None:
             continue
-        if kept is None or kept.silent_since is None:
+        if probe.how_failed not in STILL_SILENT:
             continue
         silent_ms = (now - kept.silent_since) * 1000
         if silent_ms < after_ms:
@@ -336,7 +343,9 @@ def evict_list(text: str | None) -> tuple[str, ...]:
 
 # the causal-read wait that counts as stalled: STALL_FACTOR times the cluster's own normal
 # latency, never under STALL_WAIT_S; UNKNOWN_LATENCY_WAIT_S while no latency was measured
-STALL_WAIT_S = 0.5
+# 0.25 s: some 80 times a lab cluster's normal causal read (3 ms), and short enough that a frozen
+# member is evicted within about unresponsive_after_ms + 0.4 s (docs/eviction.md, write-gap.md)
+STALL_WAIT_S = 0.25
 STALL_FACTOR = 4
 UNKNOWN_LATENCY_WAIT_S = 1.0
 

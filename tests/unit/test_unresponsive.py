@@ -146,6 +146,30 @@ def test_a_member_is_a_candidate_once_silent_for_the_time(
         assert eviction.uuid == "u-1"
 
 
+@pytest.mark.parametrize(
+    ("probe", "wanted"),
+    [
+        (silent(N1), (N1,)),
+        (ProbeResult(N1, None, "not heard: cut short", 40.0, ProbeFailure.UNHEARD), (N1,)),
+        (ProbeResult(N1, None, "refused", 1.0, ProbeFailure.REFUSED), ()),
+        (alive(N1), ()),
+    ],
+    ids=["silent", "unheard", "refused", "answered"],
+)
+def test_a_silence_once_proven_goes_on_until_an_answer(
+    probe: ProbeResult, wanted: tuple[NodeAddress, ...]
+) -> None:
+    """A member silent since a question it left unanswered for its whole read timeout is still
+    silent when this pass's probe of it was cut short (unheard: the pass stopped waiting at the
+    threshold, before a whole read timeout again): only an answer ends the silence. Deciding
+    the eviction a pass later cost a frozen writer's cluster a whole probe wait of writes."""
+    probes = {N1: probe, N2: alive(N2), N3: alive(N3)}
+    found = unresponsive_members(
+        probes, ROSTER, memory_silent_since(100.0), UUID, (N2,), now=101.0, after_ms=1000
+    )
+    assert tuple(e.node for e in found) == wanted
+
+
 def test_a_minority_that_answers_evicts_nobody() -> None:
     """Two of three silent: the one that answers is no majority of its view of 3."""
     probes = {N1: silent(N1), N2: silent(N2), N3: alive(N3)}
