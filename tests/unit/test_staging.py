@@ -347,7 +347,7 @@ def test_an_edit_that_cannot_be_staged_again_is_said_lost_and_runtime_stays(
     assert f"hostgroup {OTHER}" in said and "runtime unchanged" in said
 
 
-def failover_with_lost_write_back(tmp_path: Path, admin: MemoryAdmin) -> PassResult:
+def lose_connection_after_save(admin: MemoryAdmin) -> None:
     """The connection breaks at the first write after the SAVE, and every connection after."""
     real = admin.execute
     saved = [False]
@@ -360,6 +360,11 @@ def failover_with_lost_write_back(tmp_path: Path, admin: MemoryAdmin) -> PassRes
         return found
 
     admin.execute = execute  # type: ignore[method-assign]
+
+
+def failover_with_lost_write_back(tmp_path: Path, admin: MemoryAdmin) -> PassResult:
+    """A failover whose connection breaks at the first write after its SAVE."""
+    lose_connection_after_save(admin)
     runner = galera_runner(tmp_path, **ports(admin, ProberSaying({N1})))
     return runner.run(runner.settings.clusters[0], Mode.APPLY)
 
@@ -484,17 +489,7 @@ def test_an_edit_that_cannot_be_staged_again_after_an_owed_save_is_said_lost(
     admin = edited({})
     added = ServerRow(OTHER, "10.0.0.3", 3306)
     admin.staging[added.key] = added
-    real = admin.execute
-    saved = [False]
-
-    def execute(sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        if saved[0] and not sql.startswith("SELECT"):
-            raise AdminUnreachable("memory admin: connection lost (gone)")
-        found = real(sql, params)
-        saved[0] = saved[0] or sql.startswith("SAVE")
-        return found
-
-    admin.execute = execute  # type: ignore[method-assign]
+    lose_connection_after_save(admin)
     runner = owing_a_save(tmp_path, admin)
     result = runner.run(runner.settings.clusters[0], Mode.APPLY)
     assert added.key not in admin.runtime and added.key not in admin.disk
