@@ -1,0 +1,221 @@
+"""The simulated world's judge: each invariant is broken only by what it names, and only once the
+condition has outlasted its bound."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.world.invariants import (
+    ClusterSpec,
+    Judge,
+    Row,
+    Sample,
+    quiescent,
+    variables_kept,
+)
+
+SPEC = ClusterSpec("g1", "galera", 10, 11, 12, 13, 1, detect_s=2.0, recover_s=3.0, status_s=1.5)
+A, B, C = "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"
+
+
+def node(**changes: Any) -> dict[str, Any]:
+    healthy = {
+        "process": "running",
+        "identity": "u",
+        "reach": "LISTEN",
+        "in_primary": True,
+        "writable": True,
+        "readable": True,
+        "evicted": False,
+        "needs_restart": False,
+        "state": "Synced",
+        "role": None,
+        "evict_list": [],
+    }
+    return {**healthy, **changes}
+
+
+def world(**nodes: dict[str, Any]) -> dict[str, Any]:
+    names = {"a": A, "b": B, "c": C}
+    found = {A: node(), B: node(), C: node()}
+    for key, value in nodes.items():
+        found[names[key]] = value
+    return {"g1": {"kind": "galera", "name": "g1", "nodes": found}}
+
+
+def routed(writer: str | None = A, readers: tuple[str, ...] = (B, C)) -> tuple[Row, ...]:
+    rows = [Row(11, r, "ONLINE") for r in readers]
+    if writer:
+        rows.append(Row(10, writer, "ONLINE"))
+    return tuple(rows)
+
+
+def sample(at: float, runtime: tuple[Row, ...], truth: Any = None, **kw: Any) -> Sample:
+    return Sample(at, runtime, kw.pop("staged", runtime), truth or world(), **kw)
+
+
+def invariants(judge: Judge) -> list[int]:
+    return [v.invariant for v in judge.violations]
+
+
+def test_two_online_writers_break_invariant_1_at_once() -> None:
+    judge = Judge([SPEC])
+    judge.sample(sample(0.0, (*routed(), Row(10, B, "ONLINE"))))
+    assert invariants(judge) == [1]
+    # a writer ProxySQL holds OFFLINE_HARD for its clients is no second writer
+    judge = Judge([SPEC])
+    judge.sample(sample(0.0, (*routed(), Row(10, B, "OFFLINE_HARD"))))
+    assert invariants(judge) == []
+
+
+@pytest.mark.parametrize(
+    ("fault", "where"),
+    [
+        (node(process="killed", reach="REFUSED", in_primary=False), "writer"),
+        (node(process="frozen", reach="HANG"), "writer"),
+        (node(in_primary=False, writable=False, readable=False, state="Initialized"), "writer"),
+        (node(writable=False), "writer"),
+        (node(process="killed", reach="REFUSED", in_primary=False), "reader"),
+    ],
+)
+def test_a_route_to_a_node_out_of_the_world_breaks_invariant_2_after_the_bound(
+    fault: dict[str, Any], where: str
+) -> None:
+    judge = Judge([SPEC])
+    target = A if where == "writer" else B
+    truth = world(a=fault) if target == A else world(b=fault)
+    for at in (0.0, 1.0, 2.0):
+        judge.sample(sample(at, routed(), truth))
+    assert 2 not in invariants(judge), "within the bound"
+    judge.sample(sample(2.1, routed(), truth))
+    judge.sample(sample(2.2, routed(), truth))
+    assert invariants(judge).count(2) == 1
+    assert where + " " + target in judge.violations[0].what
+
+
+def test_a_reader_that_cannot_write_is_no_violation() -> None:
+    judge = Judge([SPEC])
+    truth = world(b=node(writable=False))
+    for at in (0.0, 5.0):
+        judge.sample(sample(at, routed(), truth))
+    assert invariants(judge) == []
+
+
+def test_a_condition_that_ends_starts_its_bound_again() -> None:
+    judge = Judge([SPEC])
+    dead = world(a=node(process="killed", reach="REFUSED", in_primary=False))
+    for at, truth in ((0.0, dead), (1.5, dead), (1.6, world()), (2.0, dead), (3.9, dead)):
+        judge.sample(sample(at, routed(), truth))
+    assert invariants(judge) == []
+
+
+def test_an_empty_writer_hostgroup_breaks_invariant_3_only_while_a_node_could_write() -> None:
+    judge = Judge([SPEC])
+    for at in (0.0, 2.5):
+        judge.sample(sample(at, routed(writer=None)))
+    assert invariants(judge) == [3]
+    judge = Judge([SPEC])
+    nobody = world(
+        a=node(writable=False), b=node(writable=False), c=node(writable=False)
+    )  # a GR brownout: the new primary is not writable yet
+    for at in (0.0, 2.5):
+        judge.sample(sample(at, routed(writer=None), nobody))
+    assert invariants(judge) == []
+
+
+def test_a_healthy_node_left_out_breaks_invariant_4_after_the_recovery_bound() -> None:
+    judge = Judge([SPEC])
+    for at in (0.0, 3.5):
+        judge.sample(sample(at, routed(readers=(B,))))
+    assert invariants(judge) == [4]
+    # one the checker cannot reach (cut off from it alone) is no violation
+    judge = Judge([SPEC])
+    for at in (0.0, 3.5):
+        judge.sample(sample(at, routed(readers=(B,)), world(c=node(reach="HANG"))))
+    assert invariants(judge) == []
+
+
+def test_a_pause_holds_the_routing_bounds_and_watches_staging() -> None:
+    judge = Judge([SPEC])
+    dead = world(a=node(process="killed", reach="REFUSED", in_primary=False))
+    judge.paused_after("g1", 0.5)
+    for at in (0.0, 0.6, 5.0):
+        judge.sample(sample(at, routed(), dead))
+    assert invariants(judge) == [], "a paused checker leaves the dead writer: the operator's call"
+    judge.sample(sample(5.1, routed(), dead, staged=routed(writer=B)))
+    assert invariants(judge) == [6]
+    judge.resumed("g1", 6.0)
+    judge.sample(sample(6.05, routed(), dead))
+    judge.sample(sample(7.9, routed(), dead))
+    assert invariants(judge) == [6], "the bound starts again at the resume"
+    judge.sample(sample(8.1, routed(), dead))
+    assert invariants(judge) == [6, 2]
+
+
+def test_an_operators_staged_edit_set_aside_for_a_moment_is_kept() -> None:
+    edit = Row(90, A, "ONLINE", 77)
+    before = Row(90, A, "ONLINE", 10)
+    judge = Judge([SPEC])
+    judge.staged_edit("g1", edit, before)
+    base = routed()
+    judge.sample(sample(0.0, (*base, before), staged=(*base, edit)))
+    judge.sample(sample(0.3, (*base, before), staged=(*base, before)))  # set aside for a LOAD
+    judge.sample(sample(0.6, (*base, before), staged=(*base, edit)))
+    assert invariants(judge) == []
+    judge.sample(sample(0.7, (*base, edit), staged=(*base, edit)))
+    assert invariants(judge) == [6], "the checker loaded it"
+
+
+def test_an_operators_staged_edit_reverted_or_not_made_live_breaks_invariant_6() -> None:
+    edit = Row(90, A, "ONLINE", 77)
+    before = Row(90, A, "ONLINE", 10)
+    base = routed()
+    judge = Judge([SPEC])
+    judge.staged_edit("g1", edit, before)
+    for at in (0.0, 0.5, 1.2):
+        judge.sample(sample(at, (*base, before), staged=(*base, before)))
+    assert invariants(judge) == [6]
+    judge = Judge([SPEC])
+    judge.staged_edit("g1", edit, before)
+    judge.edit_loaded("g1", 1.0)
+    judge.sample(sample(1.1, (*base, before), staged=(*base, edit)))
+    judge.sample(sample(2.6, (*base, before), staged=(*base, edit)))
+    assert invariants(judge) == [6]
+    assert "not live" in judge.violations[0].what
+
+
+def test_status_that_disagrees_with_runtime_breaks_invariant_7_after_its_bound() -> None:
+    judge = Judge([SPEC])
+    said = {"g1": {"writers": [B]}}
+    judge.sample(sample(0.0, routed(), status=said))
+    judge.sample(sample(1.4, routed(), status=said))
+    assert invariants(judge) == []
+    judge.sample(sample(1.6, routed(), status=said))
+    assert invariants(judge) == [7]
+
+
+def test_at_rest_staging_must_be_what_runs_and_eviction_lists_empty() -> None:
+    rows = routed()
+    assert quiescent(SPEC, 9.0, rows, rows, world()["g1"]) == []
+    held = (*rows, Row(10, C, "OFFLINE_HARD"))
+    assert quiescent(SPEC, 9.0, held, rows, world()["g1"]) == [], "ProxySQL's leaving row"
+    shunned = (Row(10, A, "SHUNNED"), *rows[:-1])
+    assert quiescent(SPEC, 9.0, shunned, rows, world()["g1"]) == []
+    left = quiescent(SPEC, 9.0, rows, routed(writer=B), world()["g1"])
+    assert [v.invariant for v in left] == [5]
+    listed = world(b=node(evict_list=["u9"]))["g1"]
+    assert [v.invariant for v in quiescent(SPEC, 9.0, rows, rows, listed)] == [4]
+    # rows of hostgroups the cluster does not manage are not its business
+    other = (*rows, Row(90, A, "ONLINE", 5))
+    assert quiescent(SPEC, 9.0, other, rows, world()["g1"]) == []
+
+
+def test_a_changed_proxysql_variable_breaks_invariant_5() -> None:
+    before = {"mysql-auto_increment_delay_multiplex": "5", "mysql-poll_timeout": "2000"}
+    assert variables_kept(before, dict(before), 1.0) == []
+    after = {**before, "mysql-auto_increment_delay_multiplex": "0"}
+    found = variables_kept(before, after, 1.0)
+    assert [v.invariant for v in found] == [5]
+    assert "auto_increment_delay_multiplex" in found[0].what

@@ -1,0 +1,405 @@
+"""The invariants of the simulated world, judged on samples: what ProxySQL routes and stages, what
+the world is (the cluster models' truth), what the checker says (/status), taken every few tens
+of milliseconds by the observer. Pure: a `Judge` is fed samples in time order and events (a pause
+begun, a command's exit) and returns violations, each named by its invariant's number.
+
+The numbers are issue 39's:
+ 1 never more ONLINE writers than max_writers
+ 2 no route to a node the world knows is out (dead, frozen, not Primary, evicted; not writable
+   for the writer) for longer than the detection bound
+ 3 the writer hostgroup never empty while a writable node exists, beyond the bound
+ 4 a node healthy for a while is back in its hostgroups within the recovery bound; no live
+   process left on an eviction list (at quiescence)
+ 5 nothing the checker changed outside itself is left changed at quiescence (variables,
+   staged rows, eviction lists)
+ 6 pause, standby, deferred and dry-run change nothing; an operator's staged edit is never
+   loaded or reverted by the checker
+ 7 what the checker says (/status writers, a command's exit code) matches what ProxySQL routes
+ 8 no traceback, no dead or hung daemon, no pass over its deadline
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+ONLINE = "ONLINE"
+# how long a checker's LOAD may hold an operator's staged edit aside before writing it back
+EDIT_ASIDE_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One mysql_servers / runtime_mysql_servers row, as far as the invariants care."""
+
+    hostgroup: int
+    node: str  # "host:port"
+    status: str
+    weight: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    """One managed cluster: its hostgroups, and the bounds its configuration promises."""
+
+    name: str
+    kind: str
+    writer: int
+    reader: int
+    backup_writer: int
+    offline: int
+    max_writers: int
+    detect_s: float  # a node out of the world is out of the routes within this
+    recover_s: float  # a node healthy this long is back in its hostgroups
+    status_s: float  # what /status says matches runtime within this
+
+    @property
+    def managed(self) -> frozenset[int]:
+        return frozenset((self.writer, self.reader, self.backup_writer, self.offline))
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One look at the world."""
+
+    at: float  # seconds since the world was ready (monotonic)
+    runtime: tuple[Row, ...]
+    staged: tuple[Row, ...]
+    truth: Mapping[str, Mapping[str, Any]]  # cluster name -> the model's truth()
+    # cluster name -> the /status record of its checker, when the daemon answered
+    status: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    invariant: int
+    at: float
+    cluster: str
+    what: str
+
+    def line(self) -> str:
+        return f"invariant {self.invariant} at {self.at:.2f}s [{self.cluster}]: {self.what}"
+
+
+def online(rows: Iterable[Row], hostgroup: int) -> set[str]:
+    return {r.node for r in rows if r.hostgroup == hostgroup and r.status == ONLINE}
+
+
+def present(rows: Iterable[Row], hostgroups: Iterable[int]) -> set[str]:
+    """Nodes the checker routes to in those hostgroups (ProxySQL's own SHUN counts as routed:
+    the monitor's call, not the checker's)."""
+    wanted = set(hostgroups)
+    return {r.node for r in rows if r.hostgroup in wanted and r.status in (ONLINE, "SHUNNED")}
+
+
+class Judge:
+    """Feeds on samples in time order; keeps when each bad condition began, so a condition is a
+    violation only once it has lasted longer than its bound. One Judge per world run."""
+
+    def __init__(self, clusters: Iterable[ClusterSpec]) -> None:
+        self.clusters = {c.name: c for c in clusters}
+        # (invariant, cluster, subject) -> when the condition was first seen (sample time)
+        self._since: dict[tuple[int, str, str], float] = {}
+        self._reported: set[tuple[int, str, str]] = set()
+        # cluster -> (paused since, staged rows of its hostgroups when the pause took hold)
+        self._paused: dict[str, tuple[float, frozenset[Row]]] = {}
+        # cluster -> when a pause asked for takes hold (a pass under way may still finish)
+        self._pausing: dict[str, float] = {}
+        # cluster -> the time the checker may act again (resume, daemon back); quiet until then
+        self._quiet_until: dict[str, float] = {}
+        # staged edits of the operator not yet loaded: (row it staged, runtime row before)
+        self._edits: dict[str, tuple[Row, Row | None]] = {}
+        # (invariant 6) an edit's row missing from staging since (set aside for a LOAD: brief)
+        self._edit_missing: dict[str, float] = {}
+        # edits the operator has LOADed: (row, when) until runtime shows them
+        self._loaded: dict[str, tuple[Row, float]] = {}
+        self.checks = 0
+        self.violations: list[Violation] = []
+
+    # -- events from the world -------------------------------------------------------------
+
+    def paused_after(self, cluster: str, at: float) -> None:
+        """The pause command is done: the checker acts no more from `at` on."""
+        self._pausing[cluster] = at
+
+    def resumed(self, cluster: str, at: float) -> None:
+        self._paused.pop(cluster, None)
+        self._pausing.pop(cluster, None)
+        self.hold(cluster, at)
+
+    def quiet(self, cluster: str) -> bool:
+        """Paused, or about to be: no bound that needs the checker to act holds."""
+        return cluster in self._paused or cluster in self._pausing
+
+    def hold(self, cluster: str, at: float) -> None:
+        """The checker of this cluster could not act until `at` (paused, restarted, killed):
+        bounds that need it to act start again from then."""
+        self._quiet_until[cluster] = max(self._quiet_until.get(cluster, 0.0), at)
+        for key in [k for k in self._since if k[1] == cluster and k[0] in (2, 3, 4, 7)]:
+            self._since[key] = max(self._since[key], at)
+
+    def staged_edit(self, cluster: str, row: Row, before: Row | None) -> None:
+        self._edits[cluster] = (row, before)
+
+    def edit_loaded(self, cluster: str, at: float) -> None:
+        pending = self._edits.pop(cluster, None)
+        self._edit_missing.pop(cluster, None)
+        if pending is not None:
+            self._loaded[cluster] = (pending[0], at)
+
+    def violation(self, invariant: int, at: float, cluster: str, what: str) -> Violation:
+        found = Violation(invariant, at, cluster, what)
+        self.violations.append(found)
+        return found
+
+    # -- the sample ------------------------------------------------------------------------
+
+    def sample(self, s: Sample) -> list[Violation]:
+        found: list[Violation] = []
+        for spec in self.clusters.values():
+            pausing = self._pausing.get(spec.name)
+            if pausing is not None and s.at >= pausing:
+                del self._pausing[spec.name]
+                rows = frozenset(r for r in s.staged if r.hostgroup in spec.managed)
+                self._paused[spec.name] = (s.at, rows)
+            truth = s.truth.get(spec.name)
+            if truth is None:
+                continue
+            nodes: Mapping[str, Mapping[str, Any]] = truth["nodes"]
+            found += self._writers(s, spec)
+            found += self._routes(s, spec, nodes)
+            found += self._writer_present(s, spec, nodes)
+            found += self._back(s, spec, nodes)
+            found += self._paused_unchanged(s, spec)
+            found += self._edit_kept(s, spec)
+            found += self._status_matches(s, spec)
+        return found
+
+    def _lasting(  # noqa: PLR0917 - one condition's identity, state and bound
+        self, invariant: int, cluster: str, subject: str, bad: bool, at: float, bound: float
+    ) -> bool:
+        """Whether a condition has now lasted longer than its bound (reported once per
+        stretch)."""
+        self.checks += 1
+        key = (invariant, cluster, subject)
+        if not bad:
+            self._since.pop(key, None)
+            self._reported.discard(key)
+            return False
+        since = self._since.setdefault(key, at)
+        if at - since > bound and key not in self._reported:
+            self._reported.add(key)
+            return True
+        return False
+
+    def _writers(self, s: Sample, spec: ClusterSpec) -> list[Violation]:
+        self.checks += 1
+        writers = online(s.runtime, spec.writer)
+        if len(writers) > spec.max_writers:
+            return [
+                self.violation(
+                    1, s.at, spec.name, f"{len(writers)} ONLINE writers: {sorted(writers)}"
+                )
+            ]
+        return []
+
+    def _routes(
+        self, s: Sample, spec: ClusterSpec, nodes: Mapping[str, Mapping[str, Any]]
+    ) -> list[Violation]:
+        found = []
+        writers = online(s.runtime, spec.writer)
+        readers = online(s.runtime, spec.reader)
+        for node, world in nodes.items():
+            out = (
+                world["process"] in ("killed", "frozen", "isolated", "joining")
+                or not world["in_primary"]
+            )
+            quiet = self.quiet(spec.name)
+            bad_reader = node in readers and (out or not world["readable"]) and not quiet
+            bad_writer = node in writers and (out or not world["writable"]) and not quiet
+            for subject, bad in (("reader " + node, bad_reader), ("writer " + node, bad_writer)):
+                if self._lasting(2, spec.name, subject, bad, s.at, spec.detect_s):
+                    found.append(
+                        self.violation(
+                            2,
+                            s.at,
+                            spec.name,
+                            f"{subject} routed for over {spec.detect_s:.1f}s while the world "
+                            f"says process={world['process']} state={world['state']} "
+                            f"in_primary={world['in_primary']} writable={world['writable']}",
+                        )
+                    )
+        return found
+
+    def _writer_present(
+        self, s: Sample, spec: ClusterSpec, nodes: Mapping[str, Mapping[str, Any]]
+    ) -> list[Violation]:
+        writable = sorted(n for n, w in nodes.items() if w["writable"] and w["reach"] == "LISTEN")
+        empty = not online(s.runtime, spec.writer)
+        bad = empty and bool(writable) and not self.quiet(spec.name)
+        if self._lasting(3, spec.name, "writer", bad, s.at, spec.detect_s):
+            return [
+                self.violation(
+                    3,
+                    s.at,
+                    spec.name,
+                    f"no ONLINE writer for over {spec.detect_s:.1f}s while {writable} could write",
+                )
+            ]
+        return []
+
+    def _back(
+        self, s: Sample, spec: ClusterSpec, nodes: Mapping[str, Mapping[str, Any]]
+    ) -> list[Violation]:
+        found = []
+        routed = present(s.runtime, (spec.writer, spec.reader, spec.backup_writer))
+        for node, world in nodes.items():
+            healthy = world["readable"] and world["reach"] == "LISTEN"
+            bad = healthy and node not in routed and not self.quiet(spec.name)
+            if self._lasting(4, spec.name, node, bad, s.at, spec.recover_s):
+                found.append(
+                    self.violation(
+                        4,
+                        s.at,
+                        spec.name,
+                        f"{node} healthy ({world['state']}) for over {spec.recover_s:.1f}s "
+                        "and in none of its hostgroups",
+                    )
+                )
+        return found
+
+    def _paused_unchanged(self, s: Sample, spec: ClusterSpec) -> list[Violation]:
+        held = self._paused.get(spec.name)
+        if held is None:
+            return []
+        self.checks += 1
+        since, rows = held
+        now = frozenset(r for r in s.staged if r.hostgroup in spec.managed)
+        if now != rows:
+            self._paused[spec.name] = (since, now)
+            gone = sorted(f"{r.hostgroup}/{r.node}/{r.status}" for r in rows - now)
+            new = sorted(f"{r.hostgroup}/{r.node}/{r.status}" for r in now - rows)
+            return [
+                self.violation(
+                    6, s.at, spec.name, f"staged rows changed while paused: -{gone} +{new}"
+                )
+            ]
+        return []
+
+    def _edit_kept(self, s: Sample, spec: ClusterSpec) -> list[Violation]:
+        found = self._edit_live(s, spec)
+        pending = self._edits.get(spec.name)
+        if pending is None:
+            return found
+        self.checks += 1
+        row, before = pending
+        staged = [r for r in s.staged if (r.hostgroup, r.node) == (row.hostgroup, row.node)]
+        live = [r for r in s.runtime if (r.hostgroup, r.node) == (row.hostgroup, row.node)]
+        if row not in staged:
+            # a checker's LOAD sets a foreign edit aside for a moment and writes it back
+            since = self._edit_missing.setdefault(spec.name, s.at)
+            if s.at - since > EDIT_ASIDE_S:
+                found.append(
+                    self.violation(6, s.at, spec.name, f"the operator's staged edit {row} reverted")
+                )
+                self._edits.pop(spec.name, None)
+            return found
+        self._edit_missing.pop(spec.name, None)
+        if row in live and before != row:
+            found.append(
+                self.violation(6, s.at, spec.name, f"the operator's staged edit {row} loaded")
+            )
+            self._edits.pop(spec.name, None)
+        return found
+
+    def _edit_live(self, s: Sample, spec: ClusterSpec) -> list[Violation]:
+        loaded = self._loaded.get(spec.name)
+        if loaded is None:
+            return []
+        self.checks += 1
+        row, at = loaded
+        if row in s.runtime:
+            del self._loaded[spec.name]
+            return []
+        if s.at - at > spec.status_s:
+            del self._loaded[spec.name]
+            return [
+                self.violation(6, s.at, spec.name, f"the operator LOADed {row}, and it is not live")
+            ]
+        return []
+
+    def _status_matches(self, s: Sample, spec: ClusterSpec) -> list[Violation]:
+        record = s.status.get(spec.name)
+        if record is None or self.quiet(spec.name):
+            return []
+        said = set(record.get("writers") or ())
+        routed = online(s.runtime, spec.writer)
+        bad = said != routed
+        if self._lasting(7, spec.name, "status writers", bad, s.at, spec.status_s):
+            return [
+                self.violation(
+                    7,
+                    s.at,
+                    spec.name,
+                    f"/status says writers {sorted(said)}, ProxySQL routes {sorted(routed)} "
+                    f"for over {spec.status_s:.1f}s",
+                )
+            ]
+        return []
+
+
+def quiescent(
+    spec: ClusterSpec,
+    at: float,
+    runtime: Iterable[Row],
+    staged: Iterable[Row],
+    truth: Mapping[str, Any],
+) -> list[Violation]:
+    """Invariants 4 and 5 once the world has been healed and left alone: staging is what runs
+    (no plan of the checker left staged, nothing of it half-written), and no eviction list holds
+    an entry."""
+    found = []
+    runtime_rows = {
+        (r.hostgroup, r.node, ONLINE if r.status == "SHUNNED" else r.status)
+        for r in runtime
+        if r.hostgroup in spec.managed
+    }
+    staged_rows = {(r.hostgroup, r.node, r.status) for r in staged if r.hostgroup in spec.managed}
+    # a row ProxySQL keeps OFFLINE_HARD while clients hold connections is runtime's alone
+    runtime_rows = {
+        r for r in runtime_rows if r[2] != "OFFLINE_HARD" or (r[0], r[1], r[2]) in staged_rows
+    }
+    if runtime_rows != staged_rows:
+        found.append(
+            Violation(
+                5,
+                at,
+                spec.name,
+                "staging differs from runtime at rest: staged-only "
+                f"{sorted(staged_rows - runtime_rows)}, runtime-only "
+                f"{sorted(runtime_rows - staged_rows)}",
+            )
+        )
+    for node, world in truth["nodes"].items():
+        if world.get("evict_list"):
+            found.append(
+                Violation(
+                    4 if world["process"] == "running" else 5,
+                    at,
+                    spec.name,
+                    f"{node}'s eviction list holds {world['evict_list']} at rest",
+                )
+            )
+    return found
+
+
+def variables_kept(
+    before: Mapping[str, str], after: Mapping[str, str], at: float
+) -> list[Violation]:
+    """Invariant 5 for ProxySQL's global variables: none changed by the run."""
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    if changed:
+        detail = ", ".join(f"{k}: {before.get(k)!r} -> {after.get(k)!r}" for k in changed[:8])
+        return [Violation(5, at, "*", f"ProxySQL variables changed: {detail}")]
+    return []

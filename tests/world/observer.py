@@ -1,0 +1,155 @@
+"""The observer of the simulated world: every few tens of milliseconds it reads ProxySQL's
+runtime and staged rows, the cluster models' truth and every daemon's /status, and hands the
+sample to the judge; it also follows the daemons' logs (a traceback, a pass over its deadline,
+a cluster with no pass) and notices a daemon that died without the world stopping it."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.world.invariants import Judge, Sample, Violation
+from tests.world.world import (
+    INTERVAL_MS,
+    MAX_RUNTIME_MS,
+    SLACK_S,
+    World,
+    read_rows,
+)
+
+PERIOD_S = 0.05
+# the apply runs on to its LOAD once begun: the admin's round trips may end it past the
+# deadline by a little, never by a whole admin timeout
+OVERRUN_MS = 150
+# a cluster whose daemon runs makes a pass at least this often
+NO_PASS_S = max(3.0, 6 * INTERVAL_MS / 1000) + SLACK_S
+
+
+@dataclass
+class LogFollower:
+    """New lines of one daemon's log since the last look."""
+
+    path: Path
+    offset: int = 0
+    partial: bytes = b""
+
+    def lines(self) -> list[str]:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return []
+        self.offset += len(data)
+        data = self.partial + data
+        *complete, self.partial = data.split(b"\n")
+        return [line.decode(errors="replace") for line in complete]
+
+
+@dataclass
+class Observer:
+    world: World
+    judge: Judge
+    samples: int = 0
+    last: Sample | None = None
+    errors: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._logs = {kind: LogFollower(d.log) for kind, d in self.world.daemons.items()}
+        self._last_pass: dict[str, float] = {}
+        self._dead_said: set[str] = set()
+        self._no_pass_said: set[str] = set()
+        self.traceback_lines: list[str] = []
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="observer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        conn = None
+        while not self._stop.is_set():
+            began = time.monotonic()
+            try:
+                if conn is None:
+                    conn = self.world.admin()
+                with conn.cursor() as cur:
+                    runtime = read_rows(cur, "runtime_mysql_servers")
+                    staged = read_rows(cur, "mysql_servers")
+                sample = Sample(
+                    self.world.now(), runtime, staged, self.world.truth(), self.world.status()
+                )
+            except Exception as exc:  # the observer outlives a bad look
+                self.errors.append(f"{self.world.now():.2f}s: {type(exc).__name__}: {exc}")
+                conn = None
+                self._stop.wait(PERIOD_S)
+                continue
+            with self.lock:
+                self.judge.sample(sample)
+                self.samples += 1
+                self.last = sample
+                self._follow_logs(sample.at)
+            self._stop.wait(max(0.0, PERIOD_S - (time.monotonic() - began)))
+        if conn is not None:
+            conn.close()
+
+    def _follow_logs(self, at: float) -> None:
+        for kind, follower in self._logs.items():
+            daemon = self.world.daemons[kind]
+            for line in follower.lines():
+                self._line(kind, line, at)
+            if not daemon.alive() and not daemon.expected_down and kind not in self._dead_said:
+                self._dead_said.add(kind)
+                self.judge.violation(8, at, kind, f"the {kind} daemon died")
+            if daemon.alive():
+                self._dead_said.discard(kind)
+        for cluster, spec in self.world.specs.items():
+            daemon = self.world.daemons[spec.kind]
+            since = max(self._last_pass.get(cluster, 0.0), daemon.started_at - self.world.t0)
+            if daemon.alive() and at - since > NO_PASS_S:
+                if cluster not in self._no_pass_said:
+                    self._no_pass_said.add(cluster)
+                    self.judge.violation(8, at, cluster, f"no pass for {at - since:.1f}s")
+            else:
+                self._no_pass_said.discard(cluster)
+
+    def _line(self, kind: str, line: str, at: float) -> None:
+        if "Traceback" in line or self.traceback_lines:
+            # keep the traceback's lines together in one violation
+            self.traceback_lines.append(line)
+            if line and not line.startswith((" ", "Traceback")):
+                text = "\n".join(self.traceback_lines[-30:])
+                self.traceback_lines = []
+                self.judge.violation(8, at, kind, f"traceback in the {kind} daemon's log:\n{text}")
+            return
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(record, dict) or record.get("event") != "pass":
+            return
+        cluster = str(record.get("cluster"))
+        self._last_pass[cluster] = at
+        duration = record.get("duration_ms")
+        if isinstance(duration, (int, float)) and duration > MAX_RUNTIME_MS + OVERRUN_MS:
+            self.judge.violation(
+                8,
+                at,
+                cluster,
+                f"a pass took {duration} ms (max_runtime_ms {MAX_RUNTIME_MS}): "
+                f"{record.get('summary')}",
+            )
+
+    def violations(self) -> list[Violation]:
+        with self.lock:
+            return list(self.judge.violations)

@@ -1,0 +1,578 @@
+"""The simulated world, started and stopped by itself, all on 127.0.0.1: simulated Galera and
+Group Replication clusters (tests/lab/simnodes.py serving the models of tests/lab/sim_galera.py
+and sim_gr.py), a ProxySQL admin endpoint of its own (the real binary when one is found, else
+the lab's emulator), and the checker as users run it: one daemon per checker kind, with the
+operator's commands, scheduler passes and dry runs beside it.
+
+`World.run(schedule)` plays a schedule step by step while the observer (observer.py) samples
+the world and judges it; the result lists every violation with the seed that found it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER, NODE_ADMIN_PASSWORD, NODE_ADMIN_USER
+from tests.lab.proxysql import ProxySQLLab
+from tests.lab.simnodes import SimNodes
+from tests.world.invariants import ClusterSpec, Judge, Row, Violation
+from tests.world.schedule import ClusterShape, Schedule, Step
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# the checker's cadence in the world: fast enough to see many faults a minute, slow enough
+# that 2 cores run the world, ProxySQL and two daemons without starving any of them
+INTERVAL_MS = 500
+MAX_RUNTIME_MS = 400
+CONNECT_TIMEOUT_MS = 400
+READ_TIMEOUT_MS = 800
+RETRY_DOWN = (0, 1)  # a reload toggles between these
+RETRY_UP = 1
+ADMIN_READ_TIMEOUT_MS = 1500
+# what the machine's load may add to any bound (2 cores shared by everything)
+SLACK_S = 1.5
+
+CHECKERS = {"galera": "galera_checker", "gr": "gr_checker"}
+
+
+@dataclass(frozen=True, slots=True)
+class WorldShape:
+    galera: int = 2
+    gr: int = 1
+    nodes: int = 3
+
+
+@dataclass
+class Outcome:
+    """What a command or pass run by the world ended with."""
+
+    step: Step
+    argv: tuple[str, ...]
+    code: int | None
+    started: float
+    ended: float
+    tail: str
+
+
+@dataclass
+class RunResult:
+    seed: int
+    schedule: Schedule
+    violations: list[Violation] = field(default_factory=list)
+    steps_done: int = 0
+    faults_done: int = 0
+    checks: int = 0
+    samples: int = 0
+    seconds: float = 0.0
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def hostgroups(index: int) -> tuple[int, int, int, int]:
+    writer = 2000 + 20 * index
+    return writer, writer + 1, writer + 2, writer + 3
+
+
+def detect_bound_s(kind: str) -> float:
+    """How long a node out of the world may stay routed: the checker's slowest verdict (the
+    highest retry_down a reload sets, one more pass for a pass already under way) plus a probe's
+    whole timeouts, plus what the models take to show the fault (GR: a member sees its peers
+    UNREACHABLE only after a second), plus the machine's slack."""
+    passes = (max(RETRY_DOWN) + 2) * INTERVAL_MS + MAX_RUNTIME_MS
+    probe = CONNECT_TIMEOUT_MS + READ_TIMEOUT_MS
+    shown = 1500 if kind == "gr" else 0
+    return (passes + probe + shown) / 1000 + SLACK_S
+
+
+def recover_bound_s() -> float:
+    passes = (RETRY_UP + 3) * INTERVAL_MS + MAX_RUNTIME_MS + CONNECT_TIMEOUT_MS + READ_TIMEOUT_MS
+    return passes / 1000 + SLACK_S
+
+
+class Daemon:
+    """One checker daemon of the world, its log in a file of its own."""
+
+    def __init__(self, kind: str, config: Path, log: Path, metrics_port: int) -> None:
+        self.kind = kind
+        self.module = CHECKERS[kind]
+        self.config = config
+        self.log = log
+        self.metrics_port = metrics_port
+        self.proc: subprocess.Popen[bytes] | None = None
+        # a daemon the world stops on purpose is not "dead"
+        self.expected_down = False
+        self.started_at = 0.0
+
+    def argv(self, *command: str) -> list[str]:
+        return [sys.executable, "-m", self.module, "--config", str(self.config), *command]
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                self.argv("daemon"),
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env=_env(),
+            )
+        self.started_at = time.monotonic()
+        self.expected_down = False
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int | None:
+        proc = self.proc
+        if proc is None:
+            return None
+        self.expected_down = True
+        if proc.poll() is None:
+            proc.send_signal(sig)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        return proc.returncode
+
+    def reload(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGHUP)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHECKER_")}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+class World:
+    """Everything of one run, under `directory`."""
+
+    def __init__(self, directory: Path, shape: WorldShape | None = None) -> None:
+        self.dir = directory
+        self.shape = shape or WorldShape()
+        self.sim: SimNodes | None = None
+        self.proxysql: ProxySQLLab | None = None
+        self.clusters: list[ClusterShape] = []
+        # cluster -> node label (n1, n2, ...; what a schedule names) -> its address now
+        self.addresses: dict[str, dict[str, str]] = {}
+        self.specs: dict[str, ClusterSpec] = {}
+        self.daemons: dict[str, Daemon] = {}
+        self.retry_down = {kind: RETRY_DOWN[0] for kind in CHECKERS}
+        self.t0 = 0.0
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self.outcomes: list[Outcome] = []
+
+    # -- start and stop --------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.sim = SimNodes(
+            clusters=0, nodes=self.shape.nodes, galera=self.shape.galera, gr=self.shape.gr
+        )
+        self.sim.start()
+        self.proxysql = ProxySQLLab(self.dir / "proxysql")
+        self.proxysql.up()
+        for served in self.sim.clusters:
+            kind = "gr" if served.name.startswith("r") else "galera"
+            labels = tuple(f"n{i + 1}" for i in range(len(served.nodes)))
+            self.clusters.append(ClusterShape(served.name, kind, labels))
+            self.addresses[served.name] = dict(zip(labels, served.nodes, strict=True))
+        for index, cluster in enumerate(self.clusters):
+            writer, reader, backup, offline = hostgroups(index)
+            self.specs[cluster.name] = ClusterSpec(
+                cluster.name,
+                cluster.kind,
+                writer,
+                reader,
+                backup,
+                offline,
+                max_writers=1,
+                detect_s=detect_bound_s(cluster.kind),
+                recover_s=recover_bound_s(),
+                status_s=(2 * INTERVAL_MS + MAX_RUNTIME_MS) / 1000 + SLACK_S,
+            )
+        self._seed_proxysql()
+        for kind in sorted({c.kind for c in self.clusters}):
+            config = self.write_config(kind)
+            port = _free_port()
+            self.daemons[kind] = Daemon(kind, config, self.dir / f"{kind}-daemon.log", port)
+            self.rewrite_config(kind)
+            self.daemons[kind].start()
+        self.t0 = time.monotonic()
+
+    def stop(self) -> None:
+        for daemon in self.daemons.values():
+            daemon.stop()
+        for thread in self._threads:
+            thread.join(timeout=120)
+        if self.proxysql is not None:
+            self.proxysql.down()
+        if self.sim is not None:
+            self.sim.close()
+
+    @contextmanager
+    def running(self) -> Iterator[World]:
+        try:
+            self.start()
+            yield self
+        finally:
+            self.stop()
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    # -- ProxySQL ----------------------------------------------------------------------------
+
+    def admin(self) -> Any:
+        assert self.proxysql is not None
+        return self.proxysql.connect()
+
+    def _seed_proxysql(self) -> None:
+        """Every cluster's roster in its template hostgroups (node 1 the heaviest), and one row
+        per cluster in a hostgroup nobody manages, for the operator's staged edits."""
+        with self.admin() as conn, conn.cursor() as cur:
+            cur.execute("DELETE FROM mysql_servers")
+            for index, cluster in enumerate(self.clusters):
+                writer, reader, *_ = hostgroups(index)
+                for rank, label in enumerate(cluster.nodes):
+                    host, port = self.address(cluster.name, label).rsplit(":", 1)
+                    for template, weight in (
+                        (8000 + writer, 1000 - 100 * rank),
+                        (8000 + reader, 100),
+                    ):
+                        cur.execute(
+                            "INSERT INTO mysql_servers (hostgroup_id, hostname, port, weight)"
+                            " VALUES (%s, %s, %s, %s)",
+                            (template, host, int(port), weight),
+                        )
+                host, port = self.address(cluster.name, "n1").rsplit(":", 1)
+                cur.execute(
+                    "INSERT INTO mysql_servers (hostgroup_id, hostname, port, weight)"
+                    " VALUES (%s, %s, %s, %s)",
+                    (self.spare_hostgroup(cluster.name), host, int(port), 10),
+                )
+            cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
+
+    def address(self, cluster: str, label: str) -> str:
+        return self.addresses[cluster][label]
+
+    def spare_hostgroup(self, cluster: str) -> int:
+        index = [c.name for c in self.clusters].index(cluster)
+        return 9000 + index
+
+    def variables(self) -> dict[str, str]:
+        with self.admin() as conn, conn.cursor() as cur:
+            cur.execute("SELECT variable_name, variable_value FROM global_variables")
+            return {str(k): str(v) for k, v in cur.fetchall()}
+
+    def rows(self, table: str) -> tuple[Row, ...]:
+        with self.admin() as conn, conn.cursor() as cur:
+            return read_rows(cur, table)
+
+    # -- configuration -----------------------------------------------------------------------
+
+    def write_config(self, kind: str) -> Path:
+        where = self.dir / kind
+        where.mkdir(parents=True, exist_ok=True)
+        return where / "checker.toml"
+
+    def rewrite_config(self, kind: str) -> None:
+        """The checker's configuration file, as it stands now (a reload rewrites it)."""
+        assert self.proxysql is not None
+        daemon = self.daemons[kind]
+        where = daemon.config.parent
+        for name, secret in (
+            ("admin.pw", self.proxysql.admin_password),
+            ("monitor.pw", MONITOR_PASSWORD),
+            ("node_admin.pw", NODE_ADMIN_PASSWORD),
+        ):
+            path = where / name
+            path.write_text(secret + "\n")
+            path.chmod(0o600)
+        lines = [
+            "[proxysql]",
+            f'host = "{self.proxysql.admin_host}"',
+            f"port = {self.proxysql.admin_port}",
+            f'user = "{self.proxysql.admin_user}"',
+            f'password_file = "{where / "admin.pw"}"',
+            f"read_timeout_ms = {ADMIN_READ_TIMEOUT_MS}",
+            'ssl_mode = "disabled"',
+            "[monitor]",
+            f'user = "{MONITOR_USER}"',
+            f'password_file = "{where / "monitor.pw"}"',
+            'ssl_mode = "disabled"',
+            f"connect_timeout_ms = {CONNECT_TIMEOUT_MS}",
+            f"read_timeout_ms = {READ_TIMEOUT_MS}",
+        ]
+        if kind == "galera":
+            lines += [
+                "[node_admin]",
+                f'user = "{NODE_ADMIN_USER}"',
+                f'password_file = "{where / "node_admin.pw"}"',
+                'ssl_mode = "disabled"',
+            ]
+        lines += [
+            "[run]",
+            f'state_dir = "{where / "state"}"',
+            f"interval_ms = {INTERVAL_MS}",
+            f"max_runtime_ms = {MAX_RUNTIME_MS}",
+            'log_format = "json"',
+            f'metrics_listen = "127.0.0.1:{daemon.metrics_port}"',
+        ]
+        for index, cluster in enumerate(self.clusters):
+            if cluster.kind != kind:
+                continue
+            writer, reader, backup, offline = hostgroups(index)
+            lines += [
+                "[[cluster]]",
+                f'name = "{cluster.name}"',
+                f"writer_hostgroup = {writer}",
+                f"reader_hostgroup = {reader}",
+                f"backup_writer_hostgroup = {backup}",
+                f"offline_hostgroup = {offline}",
+                f"retry_down = {self.retry_down[kind]}",
+                f"retry_up = {RETRY_UP}",
+            ]
+            # the first Galera cluster evicts: its paths are the newest and the riskiest
+            if kind == "galera" and cluster.name == self.first_of("galera"):
+                lines += ["evict_dead_nodes = true", "evict_unresponsive_nodes = true"]
+        tmp = daemon.config.with_suffix(".tmp")
+        tmp.write_text("\n".join(lines) + "\n")
+        tmp.chmod(0o600)
+        tmp.replace(daemon.config)
+
+    def first_of(self, kind: str) -> str | None:
+        return next((c.name for c in self.clusters if c.kind == kind), None)
+
+    def kind_of(self, cluster: str) -> str:
+        return self.specs[cluster].kind
+
+    # -- /status ---------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Mapping[str, Any]]:
+        """cluster -> its /status record, from every daemon that answers."""
+        import http.client
+
+        found: dict[str, Mapping[str, Any]] = {}
+        for daemon in self.daemons.values():
+            if not daemon.alive():
+                continue
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", daemon.metrics_port, timeout=0.5)
+                conn.request("GET", "/status")
+                response = conn.getresponse()
+                body = response.read()
+                conn.close()
+            except OSError:
+                continue
+            if response.status != 200:
+                continue
+            try:
+                document = json.loads(body)
+            except ValueError:
+                continue
+            for record in document.get("clusters", ()):
+                found[str(record.get("cluster"))] = record
+        return found
+
+    def truth(self) -> dict[str, Mapping[str, Any]]:
+        assert self.sim is not None
+        reply = self.sim.command({"cmd": "truth"})
+        clusters = reply.get("clusters", {})
+        if isinstance(clusters, list):
+            return {str(c["name"]): c for c in clusters}
+        return {str(k): v for k, v in clusters.items()}
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def do(self, step: Step, judge: Judge, rng: random.Random) -> None:
+        """One step of the schedule; commands that take time run on their own thread."""
+        action = step.action
+        if action in NODE_COMMANDS:
+            self._node(step)
+        elif action in ("pause", "resume", "switchover", "scheduler_pass", "dry_run"):
+            thread = threading.Thread(
+                target=self._command, args=(step, judge, rng), name=f"step-{step.number}"
+            )
+            thread.start()
+            self._threads.append(thread)
+        elif action == "staged_edit":
+            self._staged_edit(step, judge, rng)
+        elif action == "load_edit":
+            judge.edit_loaded(step.cluster, self.now())
+            with self.admin() as conn, conn.cursor() as cur:
+                cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
+        elif action in ("reload", "daemon_restart", "daemon_kill", "lose_state"):
+            self._daemon_step(step, judge)
+        else:
+            raise ValueError(f"unknown action {action}")
+
+    def _node(self, step: Step) -> None:
+        assert self.sim is not None and step.node is not None
+        node = self.address(step.cluster, step.node)
+        message: dict[str, object] = {"node": node, **NODE_COMMANDS[step.action]}
+        message.update(dict(step.fields))
+        reply = self.sim.command(message)
+        if not reply.get("ok", True):
+            raise RuntimeError(f"step {step.line()}: the world refused: {reply.get('error')}")
+
+    def _command(self, step: Step, judge: Judge, rng: random.Random) -> None:
+        kind = self.kind_of(step.cluster)
+        daemon = self.daemons[kind]
+        argv: list[str]
+        if step.action == "pause":
+            argv = daemon.argv("pause", "--cluster", step.cluster, "--reason", "world")
+        elif step.action == "resume":
+            argv = daemon.argv("resume", "--cluster", step.cluster)
+        elif step.action == "scheduler_pass":
+            argv = daemon.argv("run")
+        elif step.action == "dry_run":
+            argv = daemon.argv("run", "--dry-run")
+        else:
+            argv = daemon.argv("switchover", "--cluster", step.cluster, "--timeout", "20")
+            target = self._switch_target(step.cluster, rng)
+            if target is None:
+                return
+            argv += ["--to", target]
+        started = self.now()
+        try:
+            done = subprocess.run(
+                argv, cwd=ROOT, capture_output=True, timeout=90, env=_env(), check=False
+            )
+            code: int | None = done.returncode
+            tail = (done.stdout + done.stderr).decode(errors="replace")[-2000:]
+        except subprocess.TimeoutExpired:
+            code, tail = None, "hung: killed after 90 s"
+        ended = self.now()
+        with self._lock:
+            self.outcomes.append(Outcome(step, tuple(argv), code, started, ended, tail))
+        if step.action == "pause" and code == 0:
+            # a pass already under way when the pause file appeared may still finish its apply
+            judge.paused_after(step.cluster, ended + (INTERVAL_MS + MAX_RUNTIME_MS) / 1000)
+        elif step.action == "resume":
+            judge.resumed(step.cluster, ended)
+        elif step.action == "switchover" and code == 0:
+            release = daemon.argv("switchover", "--cluster", step.cluster, "--release")
+            subprocess.run(
+                release, cwd=ROOT, capture_output=True, timeout=60, env=_env(), check=False
+            )
+        if "Traceback" in tail:
+            judge.violation(8, ended, step.cluster, f"{step.action} printed a traceback: {tail}")
+        elif code not in (0, 1) or (code == 1 and step.action != "switchover"):
+            judge.violation(
+                7, ended, step.cluster, f"{step.action} exited {code}: {tail.strip()[-400:]}"
+            )
+
+    def _switch_target(self, cluster: str, rng: random.Random) -> str | None:
+        truth = self.truth().get(cluster)
+        if truth is None:
+            return None
+        writers = {
+            r.node
+            for r in self.rows("runtime_mysql_servers")
+            if r.hostgroup == self.specs[cluster].writer and r.status == "ONLINE"
+        }
+        candidates = sorted(
+            n for n, w in truth["nodes"].items() if w["writable"] and n not in writers
+        )
+        return rng.choice(candidates) if candidates else None
+
+    def _staged_edit(self, step: Step, judge: Judge, rng: random.Random) -> None:
+        hostgroup = self.spare_hostgroup(step.cluster)
+        node = self.address(step.cluster, "n1")
+        host, port = node.rsplit(":", 1)
+        with self.admin() as conn, conn.cursor() as cur:
+            live = [r for r in read_rows(cur, "runtime_mysql_servers") if r.hostgroup == hostgroup]
+            weight = rng.randint(11, 999)
+            cur.execute(
+                "UPDATE mysql_servers SET weight = %s WHERE hostgroup_id = %s"
+                " AND hostname = %s AND port = %s",
+                (weight, hostgroup, host, int(port)),
+            )
+        judge.staged_edit(
+            step.cluster, Row(hostgroup, node, "ONLINE", weight), live[0] if live else None
+        )
+
+    def _daemon_step(self, step: Step, judge: Judge) -> None:
+        kind = self.kind_of(step.cluster)
+        daemon = self.daemons[kind]
+        mine = [c.name for c in self.clusters if c.kind == kind]
+        if step.action == "reload":
+            self.retry_down[kind] = RETRY_DOWN[1 - RETRY_DOWN.index(self.retry_down[kind])]
+            self.rewrite_config(kind)
+            daemon.reload()
+            return
+        if step.action == "daemon_restart":
+            daemon.stop(signal.SIGTERM)
+        else:
+            daemon.stop(signal.SIGKILL)
+        if step.action == "lose_state":
+            shutil.rmtree(daemon.config.parent / "state", ignore_errors=True)
+        daemon.start()
+        for name in mine:
+            judge.hold(name, self.now())
+
+
+NODE_COMMANDS: dict[str, dict[str, object]] = {
+    "kill": {"cmd": "kill"},
+    "restart": {"cmd": "restart"},
+    "freeze": {"cmd": "freeze"},
+    "thaw": {"cmd": "thaw"},
+    "slow": {"cmd": "slow"},
+    "unslow": {"cmd": "slow", "delay_ms": 0},
+    "cut": {"cmd": "cut"},
+    "uncut": {"cmd": "uncut"},
+    "isolate": {"cmd": "isolate"},
+    "rejoin": {"cmd": "rejoin"},
+    "donor": {"cmd": "donor"},
+    "undonor": {"cmd": "undonor"},
+    "desync": {"cmd": "desync", "on": True},
+    "resync": {"cmd": "desync", "on": False},
+    "read_only": {"cmd": "set", "variables": {"read_only": "ON"}},
+    "read_write": {"cmd": "set", "variables": {"read_only": "OFF"}},
+    "reject": {"cmd": "set", "variables": {"wsrep_reject_queries": "ALL"}},
+    "accept": {"cmd": "set", "variables": {"wsrep_reject_queries": "NONE"}},
+    "maintenance": {"cmd": "set", "variables": {"pxc_maint_mode": "MAINTENANCE"}},
+    "unmaintain": {"cmd": "set", "variables": {"pxc_maint_mode": "DISABLED"}},
+    "stop_gr": {"cmd": "stop_gr"},
+    "start_gr": {"cmd": "start_gr"},
+}
+
+
+def read_rows(cur: Any, table: str) -> tuple[Row, ...]:
+    if table not in ("mysql_servers", "runtime_mysql_servers"):
+        raise ValueError(table)
+    cur.execute(f"SELECT hostgroup_id, hostname, port, status, weight FROM {table}")
+    return tuple(
+        Row(int(hg), f"{host}:{int(port)}", str(status), int(weight))
+        for hg, host, port, status, weight in cur.fetchall()
+    )
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
