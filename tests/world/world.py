@@ -194,7 +194,7 @@ class World:
         self.proxysql = ProxySQLLab(self.dir / "proxysql")
         self.proxysql.up()
         for served in self.sim.clusters:
-            kind = "gr" if served.name.startswith("r") else "galera"
+            kind = served.kind
             labels = tuple(f"n{i + 1}" for i in range(len(served.nodes)))
             self.clusters.append(ClusterShape(served.name, kind, labels))
             self.addresses[served.name] = dict(zip(labels, served.nodes, strict=True))
