@@ -171,7 +171,7 @@ def draw(
 
 def _fields(fault: str, rng: random.Random) -> tuple[tuple[str, object], ...]:
     if fault == "slow":
-        return (("delay_ms", rng.choice((50, 150, 300, 600))),)
+        return (("delay_ms", rng.choice((50, 150, 300))),)
     if fault == "restart":
         return (("new_identity", rng.random() < 0.3),)
     return ()

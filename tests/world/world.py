@@ -36,9 +36,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # the checker's cadence in the world: fast enough to see many faults a minute, slow enough
 # that 2 cores run the world, ProxySQL and two daemons without starving any of them
 INTERVAL_MS = 500
-MAX_RUNTIME_MS = 400
-CONNECT_TIMEOUT_MS = 400
-READ_TIMEOUT_MS = 800
+MAX_RUNTIME_MS = 450
+CONNECT_TIMEOUT_MS = 300
+READ_TIMEOUT_MS = 600
 RETRY_DOWN = (0, 1)  # a reload toggles between these
 RETRY_UP = 1
 ADMIN_READ_TIMEOUT_MS = 1500
