@@ -37,6 +37,8 @@ def run(
     world = World(where, shape)
     with world.running():
         _wait_ready(world)
+        # the world's clock starts with the schedule: steps and violations share one time line
+        world.t0 = time.monotonic()
         if schedule is None:
             schedule = sched.draw(seed, world.clusters, seconds, exclude=exclude)
         for line in schedule.lines():
@@ -47,10 +49,9 @@ def run(
         observer.start()
         result = RunResult(seed, schedule)
         rng = random.Random(seed)
-        base = world.now()
         try:
             for step in schedule.steps:
-                wait = base + step.at - world.now()
+                wait = step.at - world.now()
                 if wait > 0:
                     time.sleep(wait)
                 world.do(step, judge, rng)
