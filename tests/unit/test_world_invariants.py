@@ -179,7 +179,7 @@ def test_an_operators_staged_edit_reverted_or_not_made_live_breaks_invariant_6()
     assert invariants(judge) == [6]
     judge = Judge([SPEC])
     judge.staged_edit("g1", edit, before)
-    judge.edit_loaded("g1", 1.0)
+    judge.edits_loaded(1.0)
     judge.sample(sample(1.1, (*base, before), staged=(*base, edit)))
     judge.sample(sample(2.6, (*base, before), staged=(*base, edit)))
     assert invariants(judge) == [6]

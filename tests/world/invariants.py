@@ -142,11 +142,12 @@ class Judge:
     def staged_edit(self, cluster: str, row: Row, before: Row | None) -> None:
         self._edits[cluster] = (row, before)
 
-    def edit_loaded(self, cluster: str, at: float) -> None:
-        pending = self._edits.pop(cluster, None)
-        self._edit_missing.pop(cluster, None)
-        if pending is not None:
+    def edits_loaded(self, at: float) -> None:
+        """The operator's LOAD: every pending edit is to be live now."""
+        for cluster, pending in self._edits.items():
             self._loaded[cluster] = (pending[0], at)
+        self._edits.clear()
+        self._edit_missing.clear()
 
     def violation(self, invariant: int, at: float, cluster: str, what: str) -> Violation:
         found = Violation(invariant, at, cluster, what)

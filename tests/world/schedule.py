@@ -150,7 +150,8 @@ def draw(
                 faulty_now = len(shape.nodes) - len(free)
                 # a minority of the nodes at most: the checker is judged on clusters that can work
                 if not free or (faulty_now + 1) * 2 > len(shape.nodes):
-                    t = min(busy.values())
+                    # wait for the next heal
+                    t = min(v for v in busy.values() if v > t)
                     continue
                 node = rng.choice(free)
                 busy[node] = healed_at

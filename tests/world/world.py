@@ -420,7 +420,8 @@ class World:
         elif action == "staged_edit":
             self._staged_edit(step, judge, rng)
         elif action == "load_edit":
-            judge.edit_loaded(step.cluster, self.now())
+            # a LOAD is ProxySQL's whole staging: every cluster's pending edit goes live with it
+            judge.edits_loaded(self.now())
             with self.admin() as conn, conn.cursor() as cur:
                 cur.execute("LOAD MYSQL SERVERS TO RUNTIME")
         elif action in ("reload", "daemon_restart", "daemon_kill", "lose_state"):
@@ -458,6 +459,9 @@ class World:
                 return
             argv += ["--to", target]
         started = self.now()
+        if step.action == "resume":
+            # the checker may act again as soon as the pause file is gone, before the command ends
+            judge.resumed(step.cluster, started)
         try:
             done = subprocess.run(
                 argv, cwd=ROOT, capture_output=True, timeout=90, env=_env(), check=False
@@ -472,8 +476,6 @@ class World:
         if step.action == "pause" and code == 0:
             # a pass already under way when the pause file appeared may still finish its apply
             judge.paused_after(step.cluster, ended + (INTERVAL_MS + MAX_RUNTIME_MS) / 1000)
-        elif step.action == "resume":
-            judge.resumed(step.cluster, ended)
         elif step.action == "switchover" and code == 0:
             release = daemon.argv("switchover", "--cluster", step.cluster, "--release")
             subprocess.run(
