@@ -3,6 +3,8 @@ never has a majority of its nodes faulty at once, and a shrunk schedule is still
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -103,3 +105,14 @@ def test_dropping_a_fault_drops_its_heal_and_nothing_else() -> None:
     gone = {s.number for s in schedule.steps} - {s.number for s in left.steps}
     heal = next(s.number for s in schedule.steps if s.heals == fault.number)
     assert gone == {fault.number, heal}
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6))
+def test_a_clusters_faults_and_actions_are_spread_out_in_time(seed: int) -> None:
+    """No burst of steps at one moment: each cluster's next fault or action comes at least the
+    shortest gap after the one before."""
+    schedule = sched.draw(seed, SHAPES, 300)
+    for shape in SHAPES:
+        times = [s.at for s in schedule.steps if s.cluster == shape.name and s.heals is None]
+        assert all(b - a >= 0.5 - 0.002 for a, b in itertools.pairwise(times)), times
