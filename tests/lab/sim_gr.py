@@ -308,6 +308,7 @@ class GrCluster:
         replies = [action(self, self._members[i], message) for i in indexes]
         self._settle()
         self._changed_at = self._now
+        self.advance(self._now)  # what follows at once (a START GROUP_REPLICATION's join)
         return {"nodes": [self._members[i].address for i in indexes], "replies": replies}
 
     def truth(self) -> Mapping[str, object]:
