@@ -42,6 +42,7 @@ Commands (`command`), one JSON object each: {"cmd": ..., "node": "host:port" | [
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import math
@@ -172,11 +173,12 @@ class _Member:
     writes: int = 0
     applied: int = 0
     variables: dict[str, str] = field(default_factory=dict)
-    # an isolated member's last knowledge of the group: its view, primary and states
+    # a frozen or isolated member's last knowledge of the group: its view, primary and states
+    # when it stopped hearing the others
     known_view: tuple[str, ...] = ()
     known_primary: str | None = None
     known_states: dict[str, str] = field(default_factory=dict)
-    isolated_at: float = 0.0
+    cut_off_at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,7 +307,12 @@ class GrCluster:
             known = ", ".join(sorted([*self._ACTIONS, "configure"]))
             raise ValueError(f"cmd: {cmd!r} is not a GR model command ({known})")
         indexes = self._targets(message)
-        replies = [action(self, self._members[i], message) for i in indexes]
+        saved = copy.deepcopy(self.__dict__)
+        try:
+            replies = [action(self, self._members[i], message) for i in indexes]
+        except ValueError:
+            self.__dict__.update(saved)  # a refused command changes nothing, on any node
+            raise
         self._settle()
         self._changed_at = self._now
         self.advance(self._now)  # what follows at once (a START GROUP_REPLICATION's join)
@@ -515,7 +522,7 @@ class GrCluster:
                 found.append((m.brownout_until, index, functools.partial(self._brownout_ends, m)))
         if majority is not None:
             for u, silence in self._silent.items():
-                if u in self._view:
+                if u in self._view and u not in majority:
                     at = (
                         silence.since
                         + {
@@ -624,6 +631,7 @@ class GrCluster:
             raise ValueError(f"node: {member.address} is killed; restart it instead")
         if member.gr in _IN_GROUP and not member.isolated:
             self._silence(member, _SILENT)
+        self._remember(member)
         member.frozen = True
         return "frozen"
 
@@ -648,13 +656,19 @@ class GrCluster:
             return "already isolated"
         if self._talks(member):
             self._silence(member, _SILENT)
+        self._remember(member)
+        member.isolated = True
+        return "isolated"
+
+    def _remember(self, member: _Member) -> None:
+        """What the member knows of the group as it stops hearing the others."""
+        if member.frozen or member.isolated:
+            return  # it stopped hearing them already
         rows = self._own_view(member)
         member.known_view = tuple(r[0] for r in rows)
         member.known_primary = next((r[0] for r in rows if r[4] == "PRIMARY"), None)
         member.known_states = {r[0]: r[3] for r in rows}
-        member.isolated_at = self._now
-        member.isolated = True
-        return "isolated"
+        member.cut_off_at = self._now
 
     def _rejoin(self, member: _Member, message: Mapping[str, Any]) -> object:
         member.isolated = False
@@ -781,10 +795,11 @@ class GrCluster:
         """replication_group_members as the member sees it: (id, host, port, state, role)."""
         if member.gr not in _IN_GROUP:
             return [self._row(member.uuid, member.gr, "")]
-        if member.isolated:
-            late = self._now >= member.isolated_at + self.params.unreachable_s
+        if (member.frozen or member.isolated) and self._majority() != {member.uuid}:
+            late = self._now >= member.cut_off_at + self.params.unreachable_s
             rows = []
-            for u in member.known_view:
+            known = member.known_view
+            for u in known if member.uuid in known else (*known, member.uuid):
                 if u == member.uuid:
                     state = member.gr
                 else:
@@ -799,7 +814,7 @@ class GrCluster:
         for u in self._view:
             owner = self._members[self._owner[u]]
             silence = self._silent.get(u)
-            if silence is None and owner.uuid == u:
+            if u == member.uuid or (silence is None and owner.uuid == u):
                 state = owner.gr
             else:
                 heard = silence or _Silence(self._now, _SILENT, ONLINE)

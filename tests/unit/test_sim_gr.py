@@ -100,7 +100,8 @@ def check_invariants(cluster: GrCluster) -> None:
     for node, t in nodes.items():
         if t["writable"]:
             assert t["in_primary"] and t["role"] == "PRIMARY" and t["state"] == "ONLINE", node
-            assert t["process"] == "running" or t["process"] == "joining", node
+            # isolated: alone in a group of one it bootstrapped
+            assert t["process"] in ("running", "joining", "isolated"), node
         if t["in_primary"]:
             assert t["state"] == "ONLINE" and t["readable"], node
         assert t["evict_list"] == [] and t["evicted"] is False
@@ -113,6 +114,8 @@ def check_invariants(cluster: GrCluster) -> None:
             assert me is not None and me.state == t["state"], node
             if t["writable"]:
                 assert not facts.super_read_only and me.role == "PRIMARY"
+            if me.role != "PRIMARY":  # GR keeps every member but the primary read-only
+                assert facts.super_read_only and facts.read_only, node
 
 
 def check_agrees(cluster: GrCluster) -> None:
@@ -360,6 +363,8 @@ def test_set_as_primary_statement_returns_once_the_new_primary_is_writable() -> 
     sql = SET_PRIMARY.replace("%s", f"'{target}'")
     assert isinstance(cluster.statement(C, session, sql), Stall)
     assert node_truth(cluster, A)["role"] == "SECONDARY"
+    assert facts_of(cluster, A).super_read_only
+    assert isinstance(cluster.statement(A, {}, WRITE), Failure)
     cluster.advance(0.6)
     answer = cluster.statement(C, session, sql)
     assert answer == Rows(
@@ -437,6 +442,11 @@ def test_bad_commands_name_what_is_wrong() -> None:
         cluster.command({"cmd": "configure", "expel_s": -1})
     with pytest.raises(ValueError, match="bootstrap"):
         cluster.command({"cmd": "bootstrap", "node": A})
+    cluster.command({"cmd": "kill", "node": C})
+    before = cluster.truth()
+    with pytest.raises(ValueError, match=C):
+        cluster.command({"cmd": "stop_gr", "node": [A, C]})  # C is not running
+    assert cluster.truth() == before
     with pytest.raises(ValueError, match="member_host"):
         GrCluster("g1", NODES, 1, member_host="dns")
 
@@ -494,12 +504,40 @@ actions = st.lists(
 )
 
 
-@settings(max_examples=120, deadline=None)
-@given(actions=actions, seed=st.integers(0, 3))
+def heal(cluster: GrCluster, now: float) -> float:
+    """Undo every fault as an operator would, bootstrapping the group again when no majority
+    is left to rejoin; returns the time it took to settle."""
+    for node in NODES:
+        for cmd in ("thaw", "rejoin", "uncut"):
+            cluster.command({"cmd": cmd, "node": node})
+        t = node_truth(cluster, node)
+        if t["process"] == "killed":
+            cluster.command({"cmd": "restart", "node": node})
+        elif t["needs_restart"]:
+            cluster.command({"cmd": "start_gr", "node": node})
+    now += SETTLE_S
+    cluster.advance(now)
+    if not any(node_truth(cluster, n)["writable"] for n in NODES):
+        for node in NODES:
+            cluster.command({"cmd": "stop_gr", "node": node})
+        cluster.command({"cmd": "bootstrap", "node": A})
+        cluster.command({"cmd": "start_gr", "node": [B, C]})
+        now += SETTLE_S
+        cluster.advance(now)
+    return now
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    actions=actions,
+    seed=st.integers(0, 3),
+    unreachable_s=st.sampled_from([0.2, 1.0]),
+    expel_s=st.sampled_from([0.0, 1.0, 5.0]),
+)
 def test_any_schedule_keeps_the_model_s_invariants(
-    actions: list[tuple[str, str, float, bool]], seed: int
+    actions: list[tuple[str, str, float, bool]], seed: int, unreachable_s: float, expel_s: float
 ) -> None:
-    cluster = GrCluster("g1", NODES, seed)
+    cluster = GrCluster("g1", NODES, seed, unreachable_s=unreachable_s, expel_s=expel_s)
     now = 0.0
     cluster.advance(now)
     sessions = {node: dict[str, str]() for node in NODES}
@@ -513,14 +551,22 @@ def test_any_schedule_keeps_the_model_s_invariants(
                 message["new_identity"] = flag
             if cmd == "weight":
                 message["weight"] = 90 if flag else 10
+            before = cluster.truth()
             try:
                 cluster.command(message)
-            except ValueError:
-                pass  # refused (bootstrap with a group alive, ...): nothing changed
+            except ValueError:  # refused (bootstrap with a group alive, ...)
+                assert cluster.truth() == before
         check_invariants(cluster)
         now += wait
         cluster.advance(now)
         check_invariants(cluster)
-    cluster.advance(now + SETTLE_S)
+    now += SETTLE_S
+    cluster.advance(now)
     check_invariants(cluster)
     check_agrees(cluster)
+    # and once every fault is undone, the group is whole again with one writable primary
+    heal(cluster, now)
+    check_invariants(cluster)
+    check_agrees(cluster)
+    assert [node_truth(cluster, n)["state"] for n in NODES] == ["ONLINE"] * 3
+    assert sum(bool(node_truth(cluster, n)["writable"]) for n in NODES) == 1
