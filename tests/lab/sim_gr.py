@@ -26,7 +26,8 @@ Commands (`command`), one JSON object each: {"cmd": ..., "node": "host:port" | [
                                   expelled expel_s later (if the rest hold a majority)
     slow     delay_ms             every answer of the node takes that long (0: not slow)
     cut / uncut                   only the clients' route to it: HANG, the group is unaffected
-    isolate / rejoin              a network partition between the member and the rest
+    isolate / rejoin              a network partition between the member and the rest (it
+                                  outlives a restart: the link, not the process, is cut)
     stop_gr / start_gr            STOP / START GROUP_REPLICATION
     bootstrap                     a member with GR not running starts a new group alone (only
                                   when no member of any partition is ONLINE or RECOVERING)
@@ -36,6 +37,18 @@ Commands (`command`), one JSON object each: {"cmd": ..., "node": "host:port" | [
                                   overrides (read_only, super_read_only, any variable); the
                                   member's applier queue; its MySQL version
     configure  <parameter>: value the timing parameters above (cluster-wide)
+
+A command naming several nodes is refused whole (ValueError) if one of them refuses it; the
+reply is {"nodes": [...], "replies": [one per node]}. Commands act at the time of the last
+`advance`, and what follows at once (a START GROUP_REPLICATION's join) happens before the reply.
+
+Statements (`statement`): the probe's three SELECTs (flags as 1/0, the member's own view of
+replication_group_members, its own replication_group_member_stats row), any `SELECT @@x, ...`,
+the switchover's member weight and version, `SELECT group_replication_set_as_primary(...)` (a
+Stall until the new primary is writable, then its answer), and writes (INSERT, UPDATE, DELETE,
+REPLACE, COMMIT, DDL): committed on the writable primary of the majority, 1290 on a read-only
+member, a Stall in a minority (3100 if the member leaves the group while it waits). Anything
+else is left to the server (None).
 
 `truth()` is sim_model's shape; each node also has "writes", the writes committed on it.
 """

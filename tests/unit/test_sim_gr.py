@@ -127,7 +127,8 @@ def check_agrees(cluster: GrCluster) -> None:
             continue
         t = node_truth(cluster, node)
         verdict = verdicts[node]
-        writer = verdict.state is State.HEALTHY and verdict.writable and verdict.role == "primary"
+        writer = verdict.state is State.HEALTHY and verdict.writable
+        writer = writer and verdict.role in ("primary", "member")
         assert writer == t["writable"], (node, verdict, t)
         assert (verdict.state is State.HEALTHY) == t["readable"], (node, verdict, t)
         if t["role"] == "PRIMARY" and t["in_primary"] and not t["writable"]:
@@ -428,6 +429,31 @@ def test_the_checker_s_rules_see_the_truth(
     cluster.advance(SETTLE_S)
     check_agrees(cluster)
     check_invariants(cluster)
+
+
+def test_multi_primary_every_online_member_of_the_majority_writes() -> None:
+    cluster = group(single_primary=False)
+    assert [node_truth(cluster, n)["writable"] for n in NODES] == [True] * 3
+    assert {role for _, role in view(cluster, B).values()} == {"PRIMARY"}
+    cluster.command({"cmd": "kill", "node": A})
+    cluster.advance(SETTLE_S)
+    assert [node_truth(cluster, n)["writable"] for n in NODES] == [False, True, True]
+    refused = cluster.statement(B, {}, SET_PRIMARY.replace("%s", f"'{uuid_of(cluster, C)}'"))
+    assert isinstance(refused, Failure) and refused.code == 1123
+    check_agrees(cluster)
+
+
+def test_a_cut_or_slow_member_is_unchanged_for_the_group() -> None:
+    cluster = group()
+    cluster.command({"cmd": "cut", "node": A})
+    cluster.command({"cmd": "slow", "node": B, "delay_ms": 250})
+    cluster.advance(SETTLE_S)
+    assert cluster.reach(A) is Reach.HANG and cluster.delay_s(B) == 0.25
+    assert node_truth(cluster, A)["writable"] and node_truth(cluster, A)["reach"] == "HANG"
+    assert view(cluster, B)[uuid_of(cluster, A)] == ("ONLINE", "PRIMARY")
+    cluster.command({"cmd": "uncut", "node": A})
+    cluster.command({"cmd": "slow", "node": B, "delay_ms": 0})
+    assert cluster.reach(A) is Reach.LISTEN and cluster.delay_s(B) == 0.0
 
 
 def test_bad_commands_name_what_is_wrong() -> None:
