@@ -35,7 +35,7 @@ def test_every_fault_is_healed_once_after_it_on_the_same_target(seed: int, secon
     heals = [s for s in schedule.steps if s.heals is not None]
     faults = [s for s in schedule.steps if s.heals is None]
     lasting = [f for f in faults if f.action in {k.name for k in sched.FAULTS}]
-    assert sorted(h.heals for h in heals) == sorted(f.number for f in lasting)
+    assert sorted(h.heals or 0 for h in heals) == sorted(f.number for f in lasting)
     for heal in heals:
         assert heal.heals is not None
         fault = by_number[heal.heals]
