@@ -63,6 +63,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import heapq
+import importlib
 import ipaddress
 import json
 import os
@@ -78,12 +80,18 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal
+
+if not __package__:
+    # run by path: the cluster models are modules of the package tests.lab (standard library
+    # only, like this one)
+    sys.path.append(str(Path(__file__).resolve().parents[2]))
+from tests.lab.sim_model import ClusterModel, Done, Failure, Reach, Rows, Stall
 
 # -- protocol constants ------------------------------------------------------------------------
 
@@ -140,6 +148,31 @@ BOOLEAN_VARIABLES: Final = frozenset(
 )
 Mode = Literal["ok", "hang", "down"]
 MODES: Final[tuple[Mode, ...]] = ("ok", "hang", "down")
+# a model node's port, as a static node's mode
+REACH_MODES: Final[dict[Reach, Mode]] = {
+    Reach.LISTEN: "ok",
+    Reach.REFUSED: "down",
+    Reach.HANG: "hang",
+}
+# how often the loop wakes while a model's statement stalls; how long it may sleep otherwise
+TICK_S: Final = 0.01
+IDLE_S: Final = 1.0
+# the cluster models by kind: module, class (constructed as Class(name, addresses, seed)) and
+# the prefix of their clusters' names
+MODEL_KINDS: Final = {
+    "galera": ("tests.lab.sim_galera", "GaleraCluster", "g"),
+    "gr": ("tests.lab.sim_gr", "GrCluster", "gr"),
+}
+
+
+def model_class(kind: str) -> Callable[[str, tuple[str, ...], int], ClusterModel]:
+    """The class of a kind's model, imported when first asked for."""
+    module, name, _ = MODEL_KINDS[kind]
+    made: Callable[[str, tuple[str, ...], int], ClusterModel] = getattr(
+        importlib.import_module(module), name
+    )
+    return made
+
 
 # -- encoding ---------------------------------------------------------------------------------
 
@@ -446,46 +479,59 @@ def answer(
             # a real server stops at the first failing statement of a multi-statement text
             payloads.append(_err(statement.code, statement.state, statement.message))
             break
-        if isinstance(statement, _Ok):
-            payloads.append(_ok(flags))
-        elif isinstance(statement, _Show):
-            values = status if statement.source == "status" else variables
-            if statement.names is not None:
-                names = sorted(n for n in statement.names if n in values)
-            elif statement.like is not None:
-                like = statement.like
-                names = sorted(n for n in values if like.fullmatch(n))
-            else:
-                names = sorted(values)
-            rows = [(n.encode(), values[n].encode()) for n in names]
-            payloads.extend(_result_set(SHOW_COLUMNS, rows, flags))
-        else:
-            columns: list[tuple[bytes, int]] = []
-            row: list[bytes | None] = []
-            for column in statement.columns:
-                if isinstance(column, _VariableColumn):
-                    value = variables.get(column.name)
-                    if column.name in BOOLEAN_VARIABLES:
-                        columns.append((column.label, TYPE_LONGLONG))
-                        row.append(None if value is None else _as_boolean_number(value))
-                    else:
-                        columns.append((column.label, TYPE_VAR_STRING))
-                        row.append(_encode(value))
-                elif isinstance(column, _ConcatColumn):
-                    values = status if column.source == "status" else variables
-                    pairs = [
-                        f"{n.upper() if column.upper else n}={values[n]}"
-                        for n in column.names
-                        if n in values
-                    ]
-                    columns.append((column.label, TYPE_VAR_STRING))
-                    # GROUP_CONCAT of no rows is NULL
-                    row.append(column.separator.join(pairs).encode() if pairs else None)
-                else:
-                    columns.append((column.label, column.type_code))
-                    row.append(column.value)
-            payloads.extend(_result_set(columns, [row], flags))
+        _answer_one(payloads, statement, status, variables, flags)
     return payloads
+
+
+def _answer_one(
+    payloads: list[bytes],
+    statement: _Statement,
+    status: Mapping[str, str],
+    variables: Mapping[str, str],
+    flags: int,
+) -> None:
+    """One statement's answer added to the payloads (an _Error is the caller's)."""
+    if isinstance(statement, _Error):
+        payloads.append(_err(statement.code, statement.state, statement.message))
+    elif isinstance(statement, _Ok):
+        payloads.append(_ok(flags))
+    elif isinstance(statement, _Show):
+        values = status if statement.source == "status" else variables
+        if statement.names is not None:
+            names = sorted(n for n in statement.names if n in values)
+        elif statement.like is not None:
+            like = statement.like
+            names = sorted(n for n in values if like.fullmatch(n))
+        else:
+            names = sorted(values)
+        rows = [(n.encode(), values[n].encode()) for n in names]
+        payloads.extend(_result_set(SHOW_COLUMNS, rows, flags))
+    else:
+        columns: list[tuple[bytes, int]] = []
+        row: list[bytes | None] = []
+        for column in statement.columns:
+            if isinstance(column, _VariableColumn):
+                value = variables.get(column.name)
+                if column.name in BOOLEAN_VARIABLES:
+                    columns.append((column.label, TYPE_LONGLONG))
+                    row.append(None if value is None else _as_boolean_number(value))
+                else:
+                    columns.append((column.label, TYPE_VAR_STRING))
+                    row.append(_encode(value))
+            elif isinstance(column, _ConcatColumn):
+                values = status if column.source == "status" else variables
+                pairs = [
+                    f"{n.upper() if column.upper else n}={values[n]}"
+                    for n in column.names
+                    if n in values
+                ]
+                columns.append((column.label, TYPE_VAR_STRING))
+                # GROUP_CONCAT of no rows is NULL
+                row.append(column.separator.join(pairs).encode() if pairs else None)
+            else:
+                columns.append((column.label, column.type_code))
+                row.append(column.value)
+        payloads.extend(_result_set(columns, [row], flags))
 
 
 def default_values(cluster: int, node: int, size: int) -> tuple[dict[str, str], dict[str, str]]:
@@ -532,6 +578,7 @@ class _Node:
         "last_query",
         "listener",
         "mode",
+        "model",
         "port",
         "status",
         "variables",
@@ -555,10 +602,35 @@ class _Node:
         self.listener: socket.socket | None = None
         self.answers = 0
         self.last_query = b""
+        # None: a static node (the dicts above answer, from the cache); else what decides
+        self.model: ClusterModel | None = None
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A model node's COM_QUERY under way: its statements, how far it got, what it answered."""
+
+    statements: list[str]
+    index: int
+    payloads: list[bytes]
+    first_seq: int
 
 
 class _Conn:
-    __slots__ = ("closed", "inbuf", "multi", "node", "outbuf", "phase", "server", "sock")
+    __slots__ = (
+        "closed",
+        "held",
+        "inbuf",
+        "multi",
+        "node",
+        "outbuf",
+        "pending",
+        "phase",
+        "server",
+        "session",
+        "sock",
+        "waiting",
+    )
 
     def __init__(self, server: _Server, node: _Node, sock: socket.socket) -> None:
         self.server = server
@@ -570,6 +642,12 @@ class _Conn:
         self.phase = 0
         self.multi = False
         self.closed = False
+        # a model node's connection: its session variables, a statement stalled, a delayed
+        # answer not sent yet, answers due while the node hung (sent once it answers again)
+        self.session: dict[str, str] = {}
+        self.pending: _Pending | None = None
+        self.waiting = False
+        self.held = b""
 
     def on_event(self, mask: int) -> None:
         try:
@@ -595,7 +673,10 @@ class _Conn:
             return
         self.inbuf += data
         if self.node.mode == "ok":
-            self.serve()
+            if self.node.model is None:
+                self.serve()
+            else:
+                self.serve_model()
         elif len(self.inbuf) > HANG_BUFFER_LIMIT:
             self.close()
 
@@ -608,8 +689,62 @@ class _Conn:
         """Back from hang: greet if still owed, then answer what arrived meanwhile."""
         if self.phase == 0:
             self.greet()
-        if not self.closed:
+        if self.closed:
+            return
+        if self.node.model is None:
             self.serve()
+        else:
+            self.serve_model()
+
+    def serve_model(self) -> None:
+        """A model node's commands, one at a time: a stalled or delayed answer holds back the
+        commands behind it, which are answered in order once it is sent."""
+        if self.held:
+            held, self.held = self.held, b""
+            self.send(held)
+        buf = self.inbuf
+        while len(buf) >= 4 and not self.closed and self.pending is None and not self.waiting:
+            if self.node.mode != "ok":
+                return
+            end = 4 + (buf[0] | buf[1] << 8 | buf[2] << 16)
+            if len(buf) < end:
+                break
+            seq = buf[3]
+            payload = bytes(buf[4:end])
+            del buf[:end]
+            if self.phase == 1:
+                flags = int.from_bytes(payload[:4], "little") if len(payload) >= 4 else 0
+                self.multi = bool(flags & CLIENT_MULTI_STATEMENTS)
+                self.phase = 2
+                self.send(_packets([_ok()], seq + 1))
+                continue
+            reply = self.server.model_command(self, payload, seq)
+            if reply is None:
+                self.close()
+                return
+            if reply:
+                self.deliver(reply)
+
+    def deliver(self, reply: bytes) -> None:
+        """A model node's answer, now or after its delay (a slow node)."""
+        model = self.node.model
+        delay = model.delay_s(self.node.address) if model is not None else 0.0
+        if delay > 0:
+            self.waiting = True
+            self.server.later(time.monotonic() + delay, self, reply)
+        else:
+            self.send(reply)
+
+    def on_due(self, reply: bytes) -> None:
+        """A delayed answer's time has come: sent, unless the node hangs now (then held)."""
+        self.waiting = False
+        if self.closed:
+            return
+        if self.node.mode == "ok":
+            self.send(reply)
+            self.serve_model()
+        else:
+            self.held += reply
 
     def serve(self) -> None:
         buf = self.inbuf
@@ -669,14 +804,19 @@ class _Conn:
         if not self.outbuf:
             self.server.selector.modify(self.sock, selectors.EVENT_READ, self.on_event)
 
-    def close(self) -> None:
+    def close(self, reset: bool = False) -> None:
         if self.closed:
             return
         self.closed = True
         with contextlib.suppress(KeyError, ValueError):
             self.server.selector.unregister(self.sock)
+        if reset:
+            # an RST, as the kernel sends for a process that died
+            with contextlib.suppress(OSError):
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.sock.close()
         self.node.conns.discard(self)
+        self.server.stalled.discard(self)
 
 
 class ControlError(Exception):
@@ -684,7 +824,16 @@ class ControlError(Exception):
 
 
 class _Server:
-    def __init__(self, clusters: int, nodes: int, host: str, base_port: int) -> None:
+    def __init__(
+        self,
+        clusters: int,
+        nodes: int,
+        host: str,
+        base_port: int,
+        *,
+        models: Sequence[tuple[str, int]] = (),
+        seed: int = 0,
+    ) -> None:
         self.selector = selectors.DefaultSelector()
         self.host = host
         # no real authentication, so one scramble serves every greeting; printable, no NUL
@@ -716,6 +865,12 @@ class _Server:
         self.running = True
         self._control_buffer = b""
         self.clusters: list[tuple[str, list[_Node]]] = []
+        # the model clusters by name; answers due later (due, order, connection, bytes); the
+        # connections whose statement stalls
+        self.models: dict[str, ClusterModel] = {}
+        self.timers: list[tuple[float, int, _Conn, bytes]] = []
+        self._timer_order = 0
+        self.stalled: set[_Conn] = set()
         index = 0
         for c in range(clusters):
             name = f"c{c + 1}"
@@ -727,7 +882,27 @@ class _Server:
                 self.listen(node)
                 members.append(node)
             self.clusters.append((name, members))
+        for kind, count in models:
+            make = model_class(kind)
+            prefix = MODEL_KINDS[kind][2]
+            for c in range(count):
+                name = f"{prefix}{c + 1}"
+                members = []
+                for _ in range(nodes):
+                    port = base_port + 1 + index if base_port else 0
+                    index += 1
+                    # the static defaults only for `reset`'s sake; the model answers
+                    node = _Node(host, port, name, default_values(0, 0, nodes))
+                    self.listen(node)
+                    members.append(node)
+                # the seed and the cluster's place: the same command line, the same uuids
+                model = make(name, tuple(n.address for n in members), seed * 1000 + index)
+                for node in members:
+                    node.model = model
+                self.models[name] = model
+                self.clusters.append((name, members))
         self.nodes = {n.address: n for _, members in self.clusters for n in members}
+        self.tick()
 
     def greeting(self, thread_id: int) -> bytes:
         return self._greeting_head + struct.pack("<I", thread_id & 0xFFFFFFFF) + self._greeting_tail
@@ -748,6 +923,127 @@ class _Server:
             node.address = f"{node.host}:{node.port}"
         node.listener = sock
         self.selector.register(sock, selectors.EVENT_READ, partial(self._accept, node))
+
+    # -- the models ---------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Time moves on for every model: their nodes' ports follow what the models say, due
+        answers are sent, and stalled statements are asked again."""
+        if not self.models:
+            return
+        now = time.monotonic()
+        for model in self.models.values():
+            model.advance(now)
+        for name, members in self.clusters:
+            if name not in self.models:
+                continue
+            for node in members:
+                mode = REACH_MODES[self.models[name].reach(node.address)]
+                if mode != node.mode:
+                    try:
+                        self._set_mode(node, mode)
+                    except ControlError as exc:  # the port taken meanwhile: tried next tick
+                        print(f"simnodes: {exc}", file=sys.stderr)
+        timers = self.timers
+        while timers and timers[0][0] <= now:
+            _, _, conn, reply = heapq.heappop(timers)
+            conn.on_due(reply)
+        for conn in list(self.stalled):
+            self._retry(conn)
+
+    def wait_s(self) -> float | None:
+        """How long the loop may sleep: until the next due answer or model transition, 10 ms
+        while a statement stalls; forever with no model."""
+        if not self.models:
+            return None
+        if self.stalled:
+            return TICK_S
+        now = time.monotonic()
+        due = [self.timers[0][0]] if self.timers else []
+        for model in self.models.values():
+            next_due: Callable[[], float | None] | None = getattr(model, "next_due", None)
+            if next_due is None:
+                return TICK_S  # a model that cannot say when: ticked
+            at = next_due()
+            if at is not None:
+                due.append(at)
+        return max(0.0, min(min(due) - now, IDLE_S)) if due else IDLE_S
+
+    def later(self, due: float, conn: _Conn, reply: bytes) -> None:
+        self._timer_order += 1
+        heapq.heappush(self.timers, (due, self._timer_order, conn, reply))
+
+    def model_command(self, conn: _Conn, payload: bytes, seq: int) -> bytes | None:
+        """A model node's reply to one command packet: b"" when it comes later (stalled),
+        None to close the connection."""
+        code = payload[0] if payload else -1
+        if code != COM_QUERY:
+            return self.command(conn, payload, seq)
+        self.commands += 1
+        node = conn.node
+        self.answers += 1
+        node.answers += 1
+        text = payload[1:]
+        node.last_query = text
+        statements = [s for s in _split(text.decode("utf-8", "replace"), ";") if s] or [""]
+        if len(statements) > 1 and not conn.multi:
+            return _packets(
+                [_err(1064, b"42000", "multi-statements not enabled by the client")], seq + 1
+            )
+        pending = _Pending(statements, 0, [], seq + 1)
+        reply = self._run(conn, pending)
+        if reply is None:
+            conn.pending = pending
+            self.stalled.add(conn)
+            return b""
+        return reply
+
+    def _run(self, conn: _Conn, pending: _Pending) -> bytes | None:
+        """The statements' answer from where `pending` stopped; None while one stalls."""
+        node = conn.node
+        model = node.model
+        assert model is not None
+        last = len(pending.statements) - 1
+        while pending.index <= last:
+            sql = pending.statements[pending.index]
+            flags = SERVER_STATUS_AUTOCOMMIT | (
+                SERVER_MORE_RESULTS_EXISTS if pending.index < last else 0
+            )
+            result = model.statement(node.address, conn.session, sql)
+            if isinstance(result, Stall):
+                return None
+            pending.index += 1
+            payloads = pending.payloads
+            if result is None:
+                status, variables = model.globals(node.address)
+                statement = plan(sql).statements[0]
+                _answer_one(payloads, statement, status, variables, flags)
+                if isinstance(statement, _Error):
+                    break
+            elif isinstance(result, Rows):
+                columns = [(c.encode(), TYPE_VAR_STRING) for c in result.columns]
+                rows = [[_encode(v) for v in row] for row in result.rows]
+                payloads.extend(_result_set(columns, rows, flags))
+            elif isinstance(result, Done):
+                payloads.append(_ok(flags))
+            elif isinstance(result, Failure):
+                payloads.append(_err(result.code, result.state.encode(), result.message))
+                break
+        return _packets(pending.payloads, pending.first_seq)
+
+    def _retry(self, conn: _Conn) -> None:
+        if conn.closed or conn.pending is None:
+            self.stalled.discard(conn)
+            return
+        if conn.node.mode != "ok":
+            return  # a hung node acts on nothing
+        reply = self._run(conn, conn.pending)
+        if reply is None:
+            return
+        self.stalled.discard(conn)
+        conn.pending = None
+        conn.deliver(reply)
+        conn.serve_model()
 
     def _unlisten(self, node: _Node) -> None:
         if node.listener is not None:
@@ -824,15 +1120,22 @@ class _Server:
     # -- control --------------------------------------------------------------------------
 
     def layout(self) -> list[dict[str, object]]:
-        return [
-            {
-                "name": name,
-                "state_uuid": members[0].defaults[0]["wsrep_cluster_state_uuid"],
-                "conf_id": int(members[0].defaults[0]["wsrep_cluster_conf_id"]),
-                "nodes": [n.address for n in members],
-            }
-            for name, members in self.clusters
-        ]
+        described: list[dict[str, object]] = []
+        for name, members in self.clusters:
+            model = self.models.get(name)
+            status = (
+                members[0].defaults[0] if model is None else model.globals(members[0].address)[0]
+            )
+            described.append(
+                {
+                    "name": name,
+                    "kind": "static" if model is None else model.kind,
+                    "state_uuid": status.get("wsrep_cluster_state_uuid", ""),
+                    "conf_id": int(status.get("wsrep_cluster_conf_id", "0")),
+                    "nodes": [n.address for n in members],
+                }
+            )
+        return described
 
     def on_control(self, fd: int, mask: int) -> None:
         data = os.read(fd, 65536)
@@ -874,6 +1177,16 @@ class _Server:
         if cmd == "stop":
             self.running = False
             return {"ok": True}
+        if cmd == "truth":
+            return self._truth(message.get("cluster"))
+        model = self._model_of(message)
+        if model is not None and cmd != "get":
+            try:
+                done = model.command(message)
+            except ValueError as exc:
+                raise ControlError(str(exc)) from exc
+            self.tick()
+            return {"ok": True, **done}
         nodes = self._targets(message)
         if cmd == "set":
             self._set(nodes, message)
@@ -890,6 +1203,36 @@ class _Server:
         else:
             raise ControlError(f"unknown command {cmd!r}")
         return {"ok": True}
+
+    def _truth(self, cluster: object) -> dict[str, object]:
+        if cluster is not None and cluster not in self.models:
+            raise ControlError(f"no model cluster {cluster!r}")
+        return {
+            "ok": True,
+            "clusters": {
+                name: model.truth()
+                for name, model in self.models.items()
+                if cluster is None or name == cluster
+            },
+        }
+
+    def _model_of(self, message: dict[str, Any]) -> ClusterModel | None:
+        """The model a command names (its node put as "host:port"); None for static nodes."""
+        if "cluster" in message:
+            return self.models.get(message["cluster"])
+        given = message.get("node")
+        if isinstance(given, list) and len(given) == 2 and isinstance(given[1], int):
+            given = f"{given[0]}:{given[1]}"
+        if isinstance(given, str):
+            node = self.nodes.get(given)
+            if node is not None and node.model is not None:
+                message["node"] = given
+                return node.model
+        elif isinstance(given, list) and any(
+            isinstance(g, str) and g in self.nodes and self.nodes[g].model for g in given
+        ):
+            raise ControlError("a model's node is named alone, one per command")
+        return None
 
     def _targets(self, message: Mapping[str, Any]) -> list[_Node]:
         if "cluster" in message:
@@ -940,7 +1283,7 @@ class _Server:
             return
         if mode == "down":
             for conn in list(node.conns):
-                conn.close()
+                conn.close(reset=node.model is not None)
             self._unlisten(node)
         elif node.mode == "down":
             try:
@@ -953,13 +1296,18 @@ class _Server:
                 conn.resume()
 
     def _describe(self, node: _Node) -> dict[str, object]:
+        status, variables = (
+            (node.status, node.variables)
+            if node.model is None
+            else node.model.globals(node.address)
+        )
         return {
             "node": node.address,
             "cluster": node.cluster,
             "mode": node.mode,
             "changing": node.changing,
-            "status": node.status,
-            "variables": node.variables,
+            "status": dict(status),
+            "variables": dict(variables),
             "connections": len(node.conns),
             "answers": node.answers,
             "last_query": node.last_query.decode("utf-8", "replace"),
@@ -987,8 +1335,17 @@ class _Server:
             control_fd, selectors.EVENT_READ, partial(self.on_control, control_fd)
         )
         select_events = self.selector.select
+        if not self.models:
+            while self.running:
+                for key, mask in select_events():
+                    key.data(mask)
+                    if not self.running:
+                        break
+        tick = self.tick
         while self.running:
-            for key, mask in select_events():
+            events = select_events(self.wait_s())
+            tick()
+            for key, mask in events:
                 key.data(mask)
                 if not self.running:
                     break
@@ -1031,16 +1388,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tests.lab.simnodes", description=__doc__.split("\n")[0] if __doc__ else None
     )
-    parser.add_argument("--clusters", type=int, default=1)
+    parser.add_argument("--clusters", type=int, default=1, help="static clusters")
+    parser.add_argument("--galera", type=int, default=0, help="Galera model clusters")
+    parser.add_argument("--gr", type=int, default=0, help="Group Replication model clusters")
+    parser.add_argument("--seed", type=int, default=0, help="the models' uuids come from it")
     parser.add_argument("--nodes", type=int, default=3, help="nodes per cluster")
     parser.add_argument("--base-port", type=int, default=0, help="0: the OS picks the ports")
     parser.add_argument("--host", type=_loopback, default="127.0.0.1")
     parser.add_argument("--cpu", type=int, default=None, help="pin the process to this CPU")
     args = parser.parse_args(argv)
-    if args.clusters < 1 or args.nodes < 1:
-        parser.error("--clusters and --nodes are at least 1")
-    if args.base_port and args.base_port + args.clusters * args.nodes > 65535:
+    models = [(kind, getattr(args, kind)) for kind in MODEL_KINDS if getattr(args, kind)]
+    every = args.clusters + sum(count for _, count in models)
+    if args.clusters < 0 or args.galera < 0 or args.gr < 0 or every < 1 or args.nodes < 1:
+        parser.error("at least one cluster (--clusters, --galera, --gr) of at least 1 node")
+    if args.base_port and args.base_port + every * args.nodes > 65535:
         parser.error("the ports would run past 65535")
+    for kind, _ in models:
+        try:
+            model_class(kind)
+        except (ImportError, AttributeError) as exc:
+            module, name, _ = MODEL_KINDS[kind]
+            print(f"simnodes: --{kind} needs {module}.{name}: {exc}", file=sys.stderr)
+            return 2
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
     # a listener per node and a socket per client connection: the default 1024 runs out early
@@ -1049,7 +1418,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     try:
-        server = _Server(args.clusters, args.nodes, args.host, args.base_port)
+        server = _Server(
+            args.clusters, args.nodes, args.host, args.base_port, models=models, seed=args.seed
+        )
     except OSError as exc:
         print(f"simnodes: cannot listen: {exc}", file=sys.stderr)
         return 1
@@ -1071,6 +1442,7 @@ class SimCluster:
     state_uuid: str
     conf_id: int
     nodes: tuple[str, ...]  # "host:port"
+    kind: str = "static"  # or a model's: "galera", "gr"
 
 
 @dataclass(frozen=True, slots=True)
@@ -1103,6 +1475,9 @@ class SimNodes:
         host: str = "127.0.0.1",
         cpu: int | None = None,
         timeout: float = 10.0,
+        galera: int = 0,
+        gr: int = 0,
+        seed: int = 0,
     ) -> None:
         self._argv = [
             sys.executable,
@@ -1119,6 +1494,8 @@ class SimNodes:
         ]
         if cpu is not None:
             self._argv += ["--cpu", str(cpu)]
+        if galera or gr:
+            self._argv += ["--galera", str(galera), "--gr", str(gr), "--seed", str(seed)]
         self._timeout = timeout
         self._proc: subprocess.Popen[bytes] | None = None
         self._buffer = b""
@@ -1156,7 +1533,13 @@ class SimNodes:
             raise
         self.pid = int(ready["pid"])
         self._clusters = tuple(
-            SimCluster(c["name"], c["state_uuid"], int(c["conf_id"]), tuple(c["nodes"]))
+            SimCluster(
+                c["name"],
+                c["state_uuid"],
+                int(c["conf_id"]),
+                tuple(c["nodes"]),
+                c.get("kind", "static"),
+            )
             for c in ready["clusters"]
         )
 
@@ -1207,6 +1590,25 @@ class SimNodes:
         if not reply.get("ok"):
             raise SimNodesError(str(reply.get("error", reply)))
         return reply
+
+    def act(self, target: NodeName, cmd: str, **fields: object) -> dict[str, Any]:
+        """A command to a model cluster's node ("host:port" or a tuple) or to a model cluster
+        (its name): kill, restart, freeze, thaw, ..., configure; the reply's fields."""
+        names = {c.name for c in self._clusters}
+        where = (
+            {"cluster": target}
+            if isinstance(target, str) and target in names
+            else {"node": _name(target)}
+        )
+        return self.command({"cmd": cmd, **where, **fields})
+
+    def truth(self, cluster: str | None = None) -> dict[str, Any]:
+        """Every model cluster's truth() by name (or the one named)."""
+        message: dict[str, object] = {"cmd": "truth"}
+        if cluster is not None:
+            message["cluster"] = cluster
+        clusters: dict[str, Any] = self.command(message)["clusters"]
+        return clusters
 
     def set_mode(self, node: NodeName, mode: Mode) -> None:
         self.command({"cmd": "set", "node": _name(node), "mode": mode})
