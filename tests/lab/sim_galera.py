@@ -31,10 +31,11 @@ desync (on), set (variables, status: null removes), configure (the timing parame
 from __future__ import annotations
 
 import enum
+import math
 import random
 import re
 import uuid as uuidlib
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -47,7 +48,14 @@ READ_ONLY: Final = Failure(
     "HY000",
     "The MariaDB server is running with the --read-only option so it cannot execute this statement",
 )
-PARAMETERS: Final = ("suspect_timeout_s", "killed_leave_s", "join_s", "view_change_s", "joined_s")
+PARAMETERS: Final = (
+    "suspect_timeout_s",
+    "killed_leave_s",
+    "join_s",
+    "view_change_s",
+    "joined_s",
+    "check_s",
+)
 _EVICT = re.compile(
     r"\s*set\s+(?:global\s+|@@global\.)wsrep_provider_options\s*=\s*(['\"])(.*)\1\s*;?\s*",
     re.I | re.S,
@@ -118,6 +126,7 @@ class GaleraCluster:
         join_s: float = 2.0,  # an IST: the port stays closed this long after a restart
         view_change_s: float = 0.5,  # galera-eviction.md: an eviction took ~0.5 s to a new view
         joined_s: float = 0.2,  # Joined before Synced
+        check_s: float = 0.5,  # the lab's evs.inactive_check_period
     ) -> None:
         if not addresses:
             raise ValueError("a cluster has at least one node")
@@ -128,6 +137,7 @@ class GaleraCluster:
         self.join_s = join_s
         self.view_change_s = view_change_s
         self.joined_s = joined_s
+        self.check_s = check_s
         self.state_uuid = self._new_uuid()
         self.now = 0.0
         self.changed_at = 0.0
@@ -166,35 +176,28 @@ class GaleraCluster:
                 return
 
     def _step(self) -> bool:
-        now = self.now
-        for at, uuid in sorted(self.evictions):
-            if at <= now:
-                self.evictions.remove((at, uuid))
-                self._spread_eviction(uuid)
-                return True
-        due = [u for u, e in self.view.items() if e.leave_at is not None and e.leave_at <= now]
-        if due:
-            self._drop(due)
-            return True
+        """The earliest transition due by now, done at its own time (what it schedules counts
+        from then, so one long advance ends where many short ones would); False when none."""
+        due: list[tuple[float, int, Callable[[float], None]]] = []
+        for at, uuid in self.evictions:
+            due.append((at, 0, lambda t, u=uuid, a=at: self._spread_eviction(u, a)))
+        for e in self.view.values():
+            if e.leave_at is not None:
+                due.append((e.leave_at, 1, self._drop_silent))
         for m in self.members.values():
-            if m.open_at is not None and m.open_at <= now:
-                m.open_at = None
-                m.port_open = True
-                if m.process is Process.JOINING and m.uuid in self.view:
-                    # the state transfer is over: Joined, then Synced
-                    m.process = Process.RUNNING
-                    m.synced_at = now + self.joined_s
-                self._changed()
-                return True
-            if m.join_at is not None and m.join_at <= now:
-                m.join_at = None
-                self._join(m)
-                return True
-            if m.synced_at is not None and m.synced_at <= now:
-                m.synced_at = None
-                self._changed()
-                return True
-        return False
+            if m.open_at is not None:
+                due.append((m.open_at, 2, lambda t, m=m: self._open(m, t)))
+            if m.join_at is not None:
+                due.append((m.join_at, 3, lambda t, m=m: self._join(m, t)))
+            if m.synced_at is not None:
+                due.append((m.synced_at, 4, lambda t, m=m: self._synced(m)))
+        if not due:
+            return False
+        at, _, transition = min(due, key=lambda d: (d[0], d[1]))
+        if at > self.now:
+            return False
+        transition(at)
+        return True
 
     def reach(self, node: str) -> Reach:
         m = self._member(node)
@@ -348,7 +351,7 @@ class GaleraCluster:
         return {m.uuid: m.address}
 
     def _state(self, m: _Member) -> tuple[str, str]:
-        if m.needs_restart or not self._in_view(m):
+        if not self.in_primary(m):
             return "0", "Initialized"
         if m.synced_at is not None:
             return "3", "Joined"
@@ -404,7 +407,21 @@ class GaleraCluster:
     def _changed(self) -> None:
         self.changed_at = self.now
 
-    def _spread_eviction(self, uuid: str) -> None:
+    def _open(self, m: _Member, at: float) -> None:
+        m.open_at = None
+        m.port_open = True
+        if m.process is Process.JOINING and m.uuid in self.view:
+            # the state transfer is over: Joined, then Synced
+            m.process = Process.RUNNING
+            m.synced_at = at + self.joined_s
+        self._changed()
+
+    def _synced(self, m: _Member) -> None:
+        m.synced_at = None
+        self._changed()
+
+    def _spread_eviction(self, uuid: str, at: float) -> None:
+        self.evictions.remove((at, uuid))
         for m in self.members.values():
             if self.in_primary(m) and uuid not in m.evict_list:
                 m.evict_list.append(uuid)
@@ -415,6 +432,10 @@ class GaleraCluster:
         if uuid in self.view:
             self._drop([uuid])
         self._changed()
+
+    def _drop_silent(self, at: float) -> None:
+        """Every member whose silence ran out by `at` leaves in one view change."""
+        self._drop([u for u, e in self.view.items() if e.leave_at is not None and e.leave_at <= at])
 
     def _drop(self, uuids: list[str]) -> None:
         before = len(self.view)
@@ -428,8 +449,9 @@ class GaleraCluster:
             self.last_primary_size = len(self.view)
         self._changed()
 
-    def _join(self, m: _Member) -> None:
+    def _join(self, m: _Member, at: float) -> None:
         """The member tries to enter the component (after a restart, a thaw, a rejoin)."""
+        m.join_at = None
         if m.process is not Process.JOINING:
             return
         if m.needs_restart or any(m.uuid in o.evict_list for o in self._listers()):
@@ -444,7 +466,7 @@ class GaleraCluster:
             self.last_primary_size = len(self.view)
         if m.port_open:
             m.process = Process.RUNNING
-            m.synced_at = self.now + self.joined_s
+            m.synced_at = at + self.joined_s
         # else: still receiving its state transfer, port closed, until open_at
         self._changed()
 
@@ -470,6 +492,10 @@ class GaleraCluster:
         entry = self.view.get(m.uuid)
         if entry is not None:
             at = self.now + after_s
+            if self.check_s > 0:
+                # peers look for silent members every check_s, so members gone silent about
+                # together leave in one view change (which decides the quorum)
+                at = math.ceil(round(at / self.check_s, 6)) * self.check_s
             entry.leave_at = at if entry.leave_at is None else min(entry.leave_at, at)
 
     def _heard_again(self, m: _Member) -> bool:
