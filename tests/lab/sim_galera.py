@@ -37,6 +37,7 @@ import re
 import uuid as uuidlib
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final
 
 from tests.lab.sim_model import Answer, Done, Failure, Reach, Rows, Stall, sql_words
@@ -180,17 +181,17 @@ class GaleraCluster:
         from then, so one long advance ends where many short ones would); False when none."""
         due: list[tuple[float, int, Callable[[float], None]]] = []
         for at, uuid in self.evictions:
-            due.append((at, 0, lambda t, u=uuid, a=at: self._spread_eviction(u, a)))
+            due.append((at, 0, partial(self._spread_eviction, uuid)))
         for e in self.view.values():
             if e.leave_at is not None:
                 due.append((e.leave_at, 1, self._drop_silent))
         for m in self.members.values():
             if m.open_at is not None:
-                due.append((m.open_at, 2, lambda t, m=m: self._open(m, t)))
+                due.append((m.open_at, 2, partial(self._open, m)))
             if m.join_at is not None:
-                due.append((m.join_at, 3, lambda t, m=m: self._join(m, t)))
+                due.append((m.join_at, 3, partial(self._join, m)))
             if m.synced_at is not None:
-                due.append((m.synced_at, 4, lambda t, m=m: self._synced(m)))
+                due.append((m.synced_at, 4, partial(self._synced, m)))
         if not due:
             return False
         at, _, transition = min(due, key=lambda d: (d[0], d[1]))
@@ -416,7 +417,7 @@ class GaleraCluster:
             m.synced_at = at + self.joined_s
         self._changed()
 
-    def _synced(self, m: _Member) -> None:
+    def _synced(self, m: _Member, at: float) -> None:
         m.synced_at = None
         self._changed()
 
