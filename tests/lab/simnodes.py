@@ -55,8 +55,43 @@ What it is not: no TLS (CLIENT_SSL is not offered), no auth check (any user and 
 OK, no auth switch), no prepared statements; autocommit is always reported on. Statements it
 does not know get an OK packet; `SELECT 1`-like literals answer one row.
 
+Cluster models
+    python -m tests.lab.simnodes --clusters 0 --galera 2 [--gr N] [--seed S] --nodes 3
+
+A cluster is either static (the above: dicts a command sets, answers cached per node; the
+default, what the benchmarks use) or a model (a ClusterModel of tests/lab/sim_model.py): --galera
+N serves N tests/lab/sim_galera.GaleraCluster named g1, g2, ...; --gr N serves N
+tests/lab/sim_gr.GrCluster named gr1, ... (MODEL_KINDS: module, class, name prefix; a model class
+is built as Class(name, addresses, seed) and imported only when asked for). --seed makes the
+models' uuids repeatable. Their ready-line entries carry "kind": "galera"/"gr" ("static" for
+the others).
+
+The server tells every model the time (time.monotonic()) before each batch of events and on a
+timer (10 ms while a statement stalls; otherwise until the next due answer or the earliest
+`next_due()` the models give, an optional method: a model without it is ticked every 10 ms).
+A model node's port follows `reach`: LISTEN answers; REFUSED closes the listening socket and
+resets open connections (RST); HANG accepts connects (the kernel does) but neither greets nor
+acts on anything until it is LISTEN again, then answers what it was sent, in order. Every
+statement of a COM_QUERY goes to `statement` with the connection's own session variables; None
+is answered from `globals` as a static node's would be; a Stall holds that connection only
+(the commands behind it wait) and is asked again after every advance; `delay_s` sends each
+answer that much later, from a timer queue. Model nodes are never cached.
+
+Control commands that name a model's node (one per command) or `"cluster": "g1"` go to the
+model (its command(); a ValueError comes back as ok: false); `get` works on them too:
+
+    {"cmd": "kill", "node": "127.0.0.1:40001"}          and restart, freeze, thaw, cut, uncut,
+    {"cmd": "slow", "node": ..., "delay_ms": 300}        isolate, rejoin, donor, undonor
+    {"cmd": "desync", "node": ..., "on": true}
+    {"cmd": "set", "node": ..., "variables": {"read_only": "ON"}, "status": {...}}
+    {"cmd": "configure", "cluster": "g1", "suspect_timeout_s": 1.0, "join_s": 0.5}
+    {"cmd": "truth"}                     {"ok": true, "clusters": {"g1": {...truth()...}}}
+    {"cmd": "truth", "cluster": "g1"}    that one only
+
 From Python, `SimNodes` (below) starts the process, reads the layout, and wraps the commands;
-it names nodes as "host:port" strings and accepts (host, port) tuples as well.
+it names nodes as "host:port" strings and accepts (host, port) tuples as well. With models:
+`SimNodes(clusters=0, galera=1, seed=3)`, `sim.act(node_or_cluster, "kill", **fields)`,
+`sim.truth()`.
 """
 
 from __future__ import annotations
