@@ -567,8 +567,10 @@ class GaleraCluster:
     def _rejoin(self, m: _Member, message: Mapping[str, Any]) -> Mapping[str, object] | None:
         if m.process is not Process.ISOLATED:
             raise ValueError(f"rejoin: {m.address} is {m.process.name.lower()}, not isolated")
-        self._heard_again(m)
-        self.view.pop(m.uuid, None)  # it left the component when it was cut off
+        if self._heard_again(m):
+            # healed before its peers gave up on it: it never left their view
+            m.process = Process.RUNNING
+            return None
         m.process = Process.JOINING
         m.join_at = self.now + self.join_s
         return None

@@ -311,3 +311,20 @@ def test_members_gone_silent_together_leave_in_one_view_change() -> None:
     c.command({"cmd": "kill", "node": d})
     c.advance(104.0)
     assert status(c, A, "wsrep_cluster_status") == "Primary"
+
+
+@pytest.mark.parametrize(("back_at", "primary_at_once"), [(1.0, True), (3.5, False)])
+def test_an_isolated_member_back_before_or_after_its_peers_dropped_it(
+    back_at: float, primary_at_once: bool
+) -> None:
+    c = cluster()
+    old = uuid_of(c, C)
+    c.command({"cmd": "isolate", "node": C})
+    assert isinstance(c.statement(A, {}, "INSERT INTO t VALUES (1)"), Stall)
+    c.advance(100.0 + back_at)
+    c.command({"cmd": "rejoin", "node": C})
+    assert node(c, C)["in_primary"] is primary_at_once
+    c.advance(100.0 + back_at + 2.3)  # join_s and joined_s later
+    assert node(c, C)["in_primary"] is True
+    assert node(c, C)["state"] == "Synced"
+    assert uuid_of(c, C) == old
