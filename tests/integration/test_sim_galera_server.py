@@ -5,6 +5,7 @@ checker's own probe and member query read the model's nodes as a healthy cluster
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -159,3 +160,17 @@ def test_commands_the_model_refuses_and_truth_of_one_cluster(sim: SimNodes) -> N
         sim.act(node, "thaw")
     assert set(sim.truth()) == {"g1"}
     assert truth_of(sim, node)["writable"] is True
+
+
+def test_what_a_frozen_node_was_sent_is_answered_once_it_is_thawed(sim: SimNodes) -> None:
+    node = sim.clusters[0].nodes[2]
+    conn = connect(node)
+    sim.act(node, "freeze")
+    answers: list[str] = []
+    asking = threading.Thread(target=lambda: answers.append(status(conn, "wsrep_ready")))
+    asking.start()
+    asking.join(0.3)
+    assert asking.is_alive()  # nothing is answered while it is frozen
+    sim.act(node, "thaw")
+    asking.join(5.0)
+    assert answers == ["ON"]
