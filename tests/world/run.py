@@ -50,11 +50,15 @@ def run(
         result = RunResult(seed, schedule)
         rng = random.Random(seed)
         try:
+            skipped: set[int] = set()
             for step in schedule.steps:
                 wait = step.at - world.now()
                 if wait > 0:
                     time.sleep(wait)
-                world.do(step, judge, rng)
+                if step.heals in skipped or not world.do(step, judge, rng):
+                    skipped.add(step.number)
+                    result.skipped += 1
+                    continue
                 result.steps_done += 1
                 if step.heals is None:
                     result.faults_done += 1

@@ -27,7 +27,7 @@ from typing import Any
 
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER, NODE_ADMIN_PASSWORD, NODE_ADMIN_USER
 from tests.lab.proxysql import ProxySQLLab
-from tests.lab.simnodes import SimNodes
+from tests.lab.simnodes import SimNodes, SimNodesError
 from tests.world.invariants import ClusterSpec, Judge, Row, Violation
 from tests.world.schedule import ClusterShape, Schedule, Step
 
@@ -74,6 +74,7 @@ class RunResult:
     violations: list[Violation] = field(default_factory=list)
     steps_done: int = 0
     faults_done: int = 0
+    skipped: int = 0  # steps the world refused (and heals of refused faults)
     checks: int = 0
     samples: int = 0
     seconds: float = 0.0
@@ -406,11 +407,13 @@ class World:
 
     # -- steps -------------------------------------------------------------------------------
 
-    def do(self, step: Step, judge: Judge, rng: random.Random) -> None:
-        """One step of the schedule; commands that take time run on their own thread."""
+    def do(self, step: Step, judge: Judge, rng: random.Random) -> bool:
+        """One step of the schedule; commands that take time run on their own thread. False
+        when the world refused it (a node fault on a node that is not in a state to take it,
+        e.g. isolating a node that is still joining): the step is skipped, and its heal."""
         action = step.action
         if action in NODE_COMMANDS:
-            self._node(step)
+            return self._node(step)
         elif action in ("pause", "resume", "switchover", "scheduler_pass", "dry_run"):
             thread = threading.Thread(
                 target=self._command, args=(step, judge, rng), name=f"step-{step.number}"
@@ -428,15 +431,18 @@ class World:
             self._daemon_step(step, judge)
         else:
             raise ValueError(f"unknown action {action}")
+        return True
 
-    def _node(self, step: Step) -> None:
+    def _node(self, step: Step) -> bool:
         assert self.sim is not None and step.node is not None
         node = self.address(step.cluster, step.node)
         message: dict[str, object] = {"node": node, **NODE_COMMANDS[step.action]}
         message.update(dict(step.fields))
-        reply = self.sim.command(message)
-        if not reply.get("ok", True):
-            raise RuntimeError(f"step {step.line()}: the world refused: {reply.get('error')}")
+        try:
+            self.sim.command(message)
+        except SimNodesError:
+            return False
+        return True
 
     def _command(self, step: Step, judge: Judge, rng: random.Random) -> None:
         kind = self.kind_of(step.cluster)
