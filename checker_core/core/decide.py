@@ -11,7 +11,16 @@ from typing import Protocol
 from checker_core.core.hysteresis import NodeMemory, settle, settles_at
 from checker_core.core.model import ClusterRows, NodeAddress, Plan, ServerRow, sort_rows
 from checker_core.core.planner import plan
-from checker_core.core.probes import CLEAR, PassSight, ProbeFailure, ProbeResult, Sight, sight_of
+from checker_core.core.probes import (
+    CLEAR,
+    PassSight,
+    ProbeFailure,
+    ProbeResult,
+    ProbeTimeouts,
+    Sight,
+    sight_of,
+    unanswered_after,
+)
 from checker_core.core.roles import Assignment, RoleRules, assign
 from checker_core.core.roster import (
     LiveLayout,
@@ -155,11 +164,14 @@ def decide(
     interval_s: float = 0.0,
     raw: Mapping[NodeAddress, Verdict] | None = None,
     probe_wait_s: float = 0.0,
+    timeouts: ProbeTimeouts | None = None,
 ) -> Decision:
     """`in_use`: ConnUsed per (hostgroup, node) of the rows draining now (empty when none).
     `now`: the monotonic clock; `interval_s`: the cadence retry_up / retry_down count in (0:
     probes only); `raw`: the policy's verdicts on these probes, when already judged;
-    `probe_wait_s`: how long a pass waits for a silent node's probe before it decides."""
+    `probe_wait_s`: how long a pass waits for a silent node's probe before it decides;
+    `timeouts`: the monitor's, by which each node's unanswered probes in a row are counted
+    (core.probes.unanswered_after; None: not counted, as a what-if whose memory is not kept)."""
     roster, adopted, layout = view.roster, view.adopted, view.layout
     done = drained(layout, in_use, memory, cluster, now)
     # the checker's own probes judge, whatever ProxySQL's monitor made of a node (G16)
@@ -172,12 +184,15 @@ def decide(
     remembered: dict[NodeAddress, NodeMemory] = {}
     for node in roster.addresses:
         verdict = _raw_verdict(raw, node)
-        if node in sight.silent:
-            # the checker's own blindness: the node keeps its place and its counters
-            verdicts[node] = verdict.unseen(f"{verdict.reason} (not counted: {sight.reason})")
-            remembered[node] = memory.get(node) or NodeMemory(routable=layout.routed(node))
-            continue
         probe = probes.get(node)
+        unanswered = _unanswered(memory.get(node), probe, timeouts)
+        if node in sight.silent:
+            # the checker's own blindness: the node keeps its place and its counters, but for
+            # the time its questions were out (its own, when the deadline cut them short)
+            verdicts[node] = verdict.unseen(f"{verdict.reason} (not counted: {sight.reason})")
+            kept = memory.get(node) or NodeMemory(routable=layout.routed(node))
+            remembered[node] = _with_unanswered(kept, unanswered)
+            continue
         silent_since = _silent_since(probe, memory.get(node), now)
         verdict = unresponsive(verdict, silent_since, cluster, now)
         settled, node_memory = settle(
@@ -191,12 +206,15 @@ def decide(
         )
         verdicts[node] = settled
         said = policy.identity(probe.facts) if probe is not None and probe.answered else None
-        remembered[node] = replace(
-            node_memory,
-            lagging=verdict.state is State.LAGGING,
-            queue_samples=queue_history(verdict, node_memory, now),
-            identity=said or node_memory.identity,
-            silent_since=silent_since,
+        remembered[node] = _with_unanswered(
+            replace(
+                node_memory,
+                lagging=verdict.state is State.LAGGING,
+                queue_samples=queue_history(verdict, node_memory, now),
+                identity=said or node_memory.identity,
+                silent_since=silent_since,
+            ),
+            unanswered,
         )
     writers, how = policy.choose_writers(verdicts, roster, layout, cluster)
     rules = RoleRules(
@@ -279,14 +297,33 @@ def unresponsive_at(kept: NodeMemory | None, cluster: ClusterSettings) -> float 
     return kept.silent_since + cluster.unresponsive_after_ms / 1000
 
 
+def _unanswered(
+    kept: NodeMemory | None, probe: ProbeResult | None, timeouts: ProbeTimeouts | None
+) -> tuple[int, float] | None:
+    """The node's unanswered probes in a row and their time, counted with this probe; None
+    when the timeouts are not given (nothing counted)."""
+    if timeouts is None:
+        return None
+    return unanswered_after(kept, probe, timeouts.whole_ms)
+
+
+def _with_unanswered(kept: NodeMemory, unanswered: tuple[int, float] | None) -> NodeMemory:
+    if unanswered is None:
+        return kept
+    count, total = unanswered
+    return replace(kept, unanswered_probes=count, unanswered_ms=total)
+
+
 def _silent_since(probe: ProbeResult | None, before: NodeMemory | None, now: float) -> float | None:
     """Since when the node has not answered in time (None: it answered, or failed otherwise):
-    from when the first question it left unanswered was asked, not from when that was seen."""
+    from when the first question it left unanswered was asked, not from when that was seen.
+    A silence made of unheard probes (S12) began at least their questions' time ago."""
     if probe is None or probe.how_failed is not ProbeFailure.SILENT:
         return None
     if before is not None and before.silent_since is not None:
         return before.silent_since
-    return now - probe.elapsed_ms / 1000
+    unanswered = before.unanswered_ms if before is not None else 0.0
+    return now - (unanswered + probe.elapsed_ms) / 1000
 
 
 def unresponsive(

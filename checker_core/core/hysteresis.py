@@ -38,6 +38,11 @@ class NodeMemory:
     # when the first question of the node's present silence (no answer in time) was asked: how
     # long a member has not answered, for cluster.evict_unresponsive_nodes
     silent_since: float | None = None
+    # the node's probes in a row that got no answer (silent, or unheard: cut short by the
+    # pass's deadline), and how long their questions were out in all (ms): a duration, not a
+    # time, so it outlives a reboot. It reaching the whole timeout is the node's silence (S12).
+    unanswered_probes: int = 0
+    unanswered_ms: float = 0.0
 
     def without_times(self) -> NodeMemory:
         """The counters alone, for times of another clock (before a reboot, a wall clock)."""
@@ -62,6 +67,8 @@ class NodeMemory:
             "good_since": self.good_since,
             "identity": self.identity,
             "silent_since": self.silent_since,
+            "unanswered_probes": self.unanswered_probes,
+            "unanswered_ms": self.unanswered_ms,
         }
 
     @classmethod
@@ -82,6 +89,9 @@ class NodeMemory:
             good_since=None if good_since is None else float(str(good_since)),
             identity=None if data.get("identity") is None else str(data.get("identity")),
             silent_since=None if silent_since is None else float(str(silent_since)),
+            # absent from a state file written before they were kept: no silence counted
+            unanswered_probes=int(str(data.get("unanswered_probes", 0))),
+            unanswered_ms=float(str(data.get("unanswered_ms", 0.0))),
         )
 
 
@@ -89,17 +99,25 @@ def with_silence(
     memory: Mapping[NodeAddress, NodeMemory],
     since: Mapping[NodeAddress, float],
     silent: Collection[NodeAddress],
+    waited_ms: float = 0.0,
 ) -> Mapping[NodeAddress, NodeMemory]:
-    """The memory with each remembered node of `silent` (silent in this pass) silent since
-    `since` says (a question the daemon's watch asked it between passes, left unanswered) when
-    that is earlier than the memory's own count. A node that answered since is not touched."""
+    """The memory with each remembered node of `silent` (not heard in this pass: silent, or
+    unheard) silent since `since` says (a question the daemon's watch asked it between passes,
+    left unanswered for `waited_ms`, its whole read timeout) when that is earlier than the
+    memory's own count, and that question among its unanswered ones. A node that answered
+    since is not touched."""
     merged = dict(memory)
     for node, asked in since.items():
         kept = memory.get(node)
         if node not in silent or kept is None:
             continue
-        if kept.silent_since is None or asked < kept.silent_since:
-            merged[node] = replace(kept, silent_since=asked)
+        earlier = kept.silent_since is not None and kept.silent_since <= asked
+        merged[node] = replace(
+            kept,
+            silent_since=kept.silent_since if earlier else asked,
+            unanswered_probes=kept.unanswered_probes + (1 if waited_ms > 0 else 0),
+            unanswered_ms=kept.unanswered_ms + waited_ms,
+        )
     return merged
 
 

@@ -4,7 +4,9 @@ the checker could see at all. Pure.
 A probe that got a definite answer (facts, a refused connection, an error from the server) is
 evidence about the node. Silence (a connect or read timeout) is evidence about the node only
 when the node had its whole configured timeout (`whole_timeout`: a probe the pass's deadline
-cut short first is unheard, not silent), and only when the checker could hear the others: when
+cut short first is unheard, not silent; but unheard time adds up over a node's probes in a row,
+and once it reaches the node's whole timeout the node has had it: `promote_unheard`), and only
+when the checker could hear the others: when
 most nodes are silent in the same pass, the silence says more about the checker (starved of
 CPU, a cold start, its own network) than about the cluster, and acting on it would take healthy
 nodes out.
@@ -14,8 +16,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import NodeAddress
 from checker_core.core.verdict import State, Verdict
 
@@ -47,6 +50,10 @@ class ProbeResult:
     error: str | None
     elapsed_ms: float
     failure: ProbeFailure | None = None  # None with an error: ERROR
+    # how long the node had this probe's question out with no answer, when that is not
+    # elapsed_ms: an unheard probe's question was out for part of the wait (none of it when
+    # the checker's own lateness is why it was not heard)
+    unanswered_ms: float | None = None
 
     @property
     def answered(self) -> bool:
@@ -66,6 +73,27 @@ class ProbeTimeouts:
     connect_s: float
     read_s: float
 
+    @property
+    def whole_ms(self) -> float:
+        """The node's whole timeout: the longer of the two, so that a node answering within
+        either is never called silent early."""
+        return max(self.connect_s, self.read_s) * 1000
+
+    @property
+    def whole_key(self) -> str:
+        if self.read_s >= self.connect_s:
+            return "monitor.read_timeout_ms"
+        return "monitor.connect_timeout_ms"
+
+
+def question_out_s(
+    ended: float, *, connecting_since: float | None = None, asked_at: float | None = None
+) -> float:
+    """How long a probe that got no answer by `ended` had its question out to the node (the
+    times as `whole_timeout` takes them): its read since it was asked, else its connect."""
+    since = asked_at if asked_at is not None else connecting_since
+    return 0.0 if since is None else max(0.0, ended - since)
+
 
 def whole_timeout(
     timeouts: ProbeTimeouts,
@@ -80,17 +108,74 @@ def whole_timeout(
     last one, when a probe asks more than once); `connecting_since`: when its connect began
     (connect and login), for a probe that had no connection yet. Times on one monotonic clock."""
     if asked_at is not None:
-        had, limit, key = ended - asked_at, timeouts.read_s, "monitor.read_timeout_ms"
+        limit, key = timeouts.read_s, "monitor.read_timeout_ms"
     elif connecting_since is not None:
-        had, limit, key = ended - connecting_since, timeouts.connect_s, "monitor.connect_timeout_ms"
+        limit, key = timeouts.connect_s, "monitor.connect_timeout_ms"
     else:
         return "not heard: its probe had not begun by the pass's deadline"
+    had = question_out_s(ended, connecting_since=connecting_since, asked_at=asked_at)
     if had >= limit:
         return None
     return (
         f"not heard: cut short by the pass's deadline after {max(0.0, had) * 1000:.0f} ms of "
         f"{key} {limit * 1000:.0f}"
     )
+
+
+STILL_UNANSWERED = frozenset({ProbeFailure.SILENT, ProbeFailure.UNHEARD})
+
+
+def unanswered_after(
+    kept: NodeMemory | None, probe: ProbeResult | None, whole_ms: float
+) -> tuple[int, float]:
+    """The node's unanswered probes in a row and the time their questions were out (ms), once
+    this probe is counted. Silent and unheard probes add their question's time; an answer ends
+    the count, and so does a refused connection or a server's error: those are the node's word,
+    counted against it as the failures they are (retry_down), not as silence. A probe that
+    adds nothing (the checker's own lateness; not probed) leaves the count as it was. Past the
+    whole timeout the count stops: more tells nothing new, and a steady state file stays so."""
+    count, total = (kept.unanswered_probes, kept.unanswered_ms) if kept else (0, 0.0)
+    if probe is None:
+        return count, total
+    if probe.how_failed not in STILL_UNANSWERED:
+        return 0, 0.0
+    added = probe.elapsed_ms if probe.unanswered_ms is None else probe.unanswered_ms
+    if added <= 0 or (count > 0 and total >= whole_ms):
+        return count, total
+    return count + 1, total + added
+
+
+def promote_unheard(
+    probes: Mapping[NodeAddress, ProbeResult],
+    memory: Mapping[NodeAddress, NodeMemory],
+    timeouts: ProbeTimeouts,
+) -> dict[NodeAddress, ProbeResult]:
+    """The probes, each unheard one that brings its node's unanswered time to its whole
+    timeout made silent (S12): every pass's deadline may come before a node's whole timeout,
+    and a node that never answers would then keep its place for ever. Its questions, over its
+    probes in a row, have had that time: the silence is the node's."""
+    whole_ms = timeouts.whole_ms
+    found = dict(probes)
+    for node, probe in probes.items():
+        if probe.how_failed is not ProbeFailure.UNHEARD:
+            continue
+        kept = memory.get(node)
+        count, total = unanswered_after(kept, probe, whole_ms)
+        if total < whole_ms:
+            continue
+        whole = f"its whole timeout: {timeouts.whole_key} {whole_ms:.0f}"
+        if kept is not None and kept.unanswered_probes == count:  # counted no further
+            why = (
+                f"still no answer since {count} probe(s) in a row, {total:.0f} ms in all, "
+                f"had {whole}; this one {probe.error}"
+            )
+        else:
+            why = (
+                f"no answer over {count} probe(s) in a row, {total:.0f} ms in all ({whole}); "
+                f"this one {probe.error}"
+            )
+        found[node] = replace(probe, error=why, failure=ProbeFailure.SILENT)
+    return found
 
 
 def unreachable(node: NodeAddress, probe: ProbeResult | None) -> Verdict:

@@ -21,7 +21,13 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from checker_core.core.model import NodeAddress
-from checker_core.core.probes import ProbeFailure, ProbeResult, ProbeTimeouts, whole_timeout
+from checker_core.core.probes import (
+    ProbeFailure,
+    ProbeResult,
+    ProbeTimeouts,
+    question_out_s,
+    whole_timeout,
+)
 from checker_core.edges import driver, tls
 from checker_core.edges.failures import describe_error, failure_of
 
@@ -454,7 +460,9 @@ class PendingProbes:
         waited = (woke - self.started) * 1000
         for node in wanted:
             if node not in done:
-                own = self.own_lateness(node, ends, woke) or self.cut_short(node, woke, asked)
+                late = self.own_lateness(node, ends, woke)
+                short = None if late else self.cut_short(node, woke, asked)
+                own = late or short
                 said = (
                     f"no answer in {waited:.0f} ms (silent for unresponsive_after_ms by then)"
                     if ends < deadline
@@ -466,6 +474,7 @@ class PendingProbes:
                     own or said,
                     waited,
                     ProbeFailure.UNHEARD if own else ProbeFailure.SILENT,
+                    unanswered_ms=self._unanswered_ms(node, woke, asked, late=late, short=short),
                 )
         return done
 
@@ -502,6 +511,27 @@ class PendingProbes:
         return whole_timeout(
             self.timeouts, ended, connecting_since=flight.begun, asked_at=flight.asked
         )
+
+    def _unanswered_ms(
+        self,
+        node: NodeAddress,
+        ended: float,
+        asked: Mapping[NodeAddress, float],
+        *,
+        late: str | None,
+        short: str | None,
+    ) -> float | None:
+        """What of an unanswered probe's wait was the node's (ProbeResult.unanswered_ms): none
+        of the checker's own lateness; a question the deadline cut short, as long as it was
+        out. None for a silent probe: all of its wait."""
+        if late is not None:
+            return 0.0
+        if short is None:
+            return None
+        if node in self.exchanged:
+            return question_out_s(ended, asked_at=asked.get(node)) * 1000
+        flight = self.flights[node]
+        return question_out_s(ended, connecting_since=flight.begun, asked_at=flight.asked) * 1000
 
     def own_lateness(self, node: NodeAddress, deadline: float, woke: float) -> str | None:
         """Why a probe still out at the deadline says nothing of its node: the checker itself

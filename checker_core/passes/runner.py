@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from checker_core.core.decide import Decision, decide, unresponsive_at, view_of
 from checker_core.core.hysteresis import with_silence
 from checker_core.core.model import BadInput, NodeAddress
-from checker_core.core.probes import ProbeFailure
+from checker_core.core.probes import STILL_UNANSWERED, ProbeTimeouts, promote_unheard
 from checker_core.edges.backend import Prober
 from checker_core.edges.deadline import Deadline, PassTimeout
 from checker_core.edges.lock import cluster_lock
@@ -359,12 +359,17 @@ class PassRunner:
         pool = read.admin.connections_in_use(watched) if watched else {}
         now = self.clock()
         memory = read.memory
+        monitor = self.settings.monitor
         if self.silence_seen:
-            # what the daemon's watch saw between passes: questions left unanswered, by nodes
-            # silent to this pass too, count their silence from when they were asked
-            silent = {n for n, p in probes.items() if p.how_failed is ProbeFailure.SILENT}
-            memory = with_silence(memory, self.silence_seen, silent)
+            # what the daemon's watch saw between passes: questions left unanswered for the
+            # whole read timeout, by nodes this pass did not hear either (silent, or unheard),
+            # count their silence from when they were asked, and among their unanswered time
+            silent = {n for n, p in probes.items() if p.how_failed in STILL_UNANSWERED}
+            memory = with_silence(memory, self.silence_seen, silent, monitor.read_timeout_ms)
             self.silence_seen = {}
+        # a node unheard pass after pass has had its whole timeout over its probes in a row
+        timeouts = ProbeTimeouts(monitor.connect_timeout_ms / 1000, monitor.read_timeout_ms / 1000)
+        probes = promote_unheard(probes, memory, timeouts)
         made = functools.partial(
             decide,
             self.kind.policy,
@@ -376,6 +381,7 @@ class PassRunner:
             now=now,
             interval_s=self.settings.run.interval_ms / 1000,
             probe_wait_s=self._silent_probe_wait_s(),
+            timeouts=timeouts,
         )
         kept = self._kept
         decision = (
