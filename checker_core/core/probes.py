@@ -31,7 +31,8 @@ class ProbeFailure(enum.Enum):
         "unheard",
         "the checker's own lateness (short of CPU: its probe started late, or the answer waited "
         "unread; or the pass's deadline came before the node had its whole configured timeout): "
-        "says nothing of the node, never counted against it",
+        "says nothing of the node on its own; the time a cut short question was out adds up "
+        "over the node's probes in a row, and reaching its whole timeout is its silence",
     )
     ERROR = ("error", "the server answered with an error (access denied, too many connections)")
     REFUSED = ("refused", "nothing listens on the port: the server is not running")

@@ -596,8 +596,9 @@ def _timing_warnings(monitor: Endpoint, proxysql: Endpoint, run: RunSettings) ->
                 f"monitor.{key} ({timeout}) is not below the probes' share of "
                 f"run.max_runtime_ms ({probe_budget:.0f} of {run.max_runtime_ms}): a node that "
                 f"does not answer {what} is cut off by the pass's deadline before this timeout, "
-                "so a pass never judges it silent, only unheard (it keeps its place): a dead or "
-                "frozen node is not taken out"
+                "so one pass never judges it silent, only unheard (it keeps its place): a dead or "
+                "frozen node is taken out only once its unheard probes in a row add up to its "
+                "whole timeout, some passes later"
             )
     probe = monitor.connect_timeout_ms + monitor.read_timeout_ms
     if probe > run.max_runtime_ms:

@@ -309,8 +309,9 @@ def test_timeouts_that_cannot_fit_warn(write_config: WriteConfig) -> None:
     assert any(
         w.startswith("monitor.connect_timeout_ms (900) is not below the probes'")
         and w.endswith(
-            "so a pass never judges it silent, only unheard (it keeps its place): a "
-            "dead or frozen node is not taken out"
+            "so one pass never judges it silent, only unheard (it keeps its place): a dead "
+            "or frozen node is taken out only once its unheard probes in a row add up to "
+            "its whole timeout, some passes later"
         )
         for w in warnings
     )
