@@ -205,8 +205,10 @@ def test_at_rest_staging_must_be_what_runs_and_eviction_lists_empty() -> None:
     assert quiescent(SPEC, 9.0, shunned, rows, world()["g1"]) == []
     left = quiescent(SPEC, 9.0, rows, routed(writer=B), world()["g1"])
     assert [v.invariant for v in left] == [5]
-    listed = world(b=node(evict_list=["u9"]))["g1"]
-    assert [v.invariant for v in quiescent(SPEC, 9.0, rows, rows, listed)] == [4]
+    stale = world(b=node(evict_list=["u9"]))["g1"]
+    assert [v.invariant for v in quiescent(SPEC, 9.0, rows, rows, stale)] == [5]
+    kept_out = world(b=node(evict_list=["u3"]), c=node(identity="u3"))["g1"]
+    assert [v.invariant for v in quiescent(SPEC, 9.0, rows, rows, kept_out)] == [4]
     # rows of hostgroups the cluster does not manage are not its business
     other = (*rows, Row(90, A, "ONLINE", 5))
     assert quiescent(SPEC, 9.0, other, rows, world()["g1"]) == []

@@ -382,14 +382,19 @@ def quiescent(
                 f"{sorted(runtime_rows - staged_rows)}",
             )
         )
+    live = {w.get("identity") for w in truth["nodes"].values() if w["process"] == "running"}
     for node, world in truth["nodes"].items():
-        if world.get("evict_list"):
+        listed = list(world.get("evict_list") or ())
+        if listed:
+            # a live process kept out of its cluster, or a stale entry never cleared
+            kept_out = [u for u in listed if u in live]
             found.append(
                 Violation(
-                    4 if world["process"] == "running" else 5,
+                    4 if kept_out else 5,
                     at,
                     spec.name,
-                    f"{node}'s eviction list holds {world['evict_list']} at rest",
+                    f"{node}'s eviction list holds {listed} at rest"
+                    + (f" ({kept_out} a running process)" if kept_out else " (stale)"),
                 )
             )
     return found

@@ -10,6 +10,7 @@ the world and judges it; the result lists every violation with the seed that fou
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -442,7 +443,18 @@ class World:
             self.sim.command(message)
         except SimNodesError:
             return False
+        if step.heals is not None and step.action != "restart":
+            self._restart_if_stranded(step.cluster, node)
         return True
+
+    def _restart_if_stranded(self, cluster: str, node: str) -> None:
+        """What the operator does for a node the checker shows as needing a restart (a Galera
+        process evicted while frozen stays out when it wakes): restart it."""
+        assert self.sim is not None
+        world = self.truth().get(cluster, {}).get("nodes", {}).get(node, {})
+        if world.get("needs_restart") and world.get("process") == "running":
+            with contextlib.suppress(SimNodesError):
+                self.sim.command({"node": node, "cmd": "restart"})
 
     def _command(self, step: Step, judge: Judge, rng: random.Random) -> None:
         kind = self.kind_of(step.cluster)
