@@ -130,6 +130,11 @@ def test_a_healthy_node_left_out_breaks_invariant_4_after_the_recovery_bound() -
     for at in (0.0, 3.5):
         judge.sample(sample(at, routed(readers=(B,))))
     assert invariants(judge) == [4]
+    # a donor is a last resort only, not owed a place
+    judge = Judge([SPEC])
+    for at in (0.0, 3.5):
+        judge.sample(sample(at, routed(readers=(B,)), world(c=node(state="Donor/Desynced"))))
+    assert invariants(judge) == []
     # one the checker cannot reach (cut off from it alone) is no violation
     judge = Judge([SPEC])
     for at in (0.0, 3.5):
@@ -221,3 +226,20 @@ def test_a_changed_proxysql_variable_breaks_invariant_5() -> None:
     found = variables_kept(before, after, 1.0)
     assert [v.invariant for v in found] == [5]
     assert "auto_increment_delay_multiplex" in found[0].what
+
+
+def test_a_healthy_node_judged_down_breaks_invariant_7_after_its_bound() -> None:
+    judge = Judge([SPEC])
+    said = {"g1": {"writers": [A], "nodes": [{"node": C, "verdict": "down", "reason": "x"}]}}
+    judge.sample(sample(0.0, routed(), status=said))
+    judge.sample(sample(1.4, routed(), status=said))
+    assert invariants(judge) == []
+    judge.sample(sample(1.6, routed(), status=said))
+    assert invariants(judge) == [7]
+    assert C in judge.violations[0].what
+    # one the world says is frozen is rightly down
+    judge = Judge([SPEC])
+    frozen = world(c=node(process="frozen", reach="HANG"))
+    for at in (0.0, 1.6, 3.0):
+        judge.sample(sample(at, routed(readers=(B,)), frozen, status=said))
+    assert invariants(judge) == []

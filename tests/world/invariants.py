@@ -14,7 +14,8 @@ The numbers are issue 39's:
    staged rows, eviction lists)
  6 pause, standby, deferred and dry-run change nothing; an operator's staged edit is never
    loaded or reverted by the checker
- 7 what the checker says (/status writers, a command's exit code) matches what ProxySQL routes
+ 7 what the checker says (/status writers, a command's exit code) matches what ProxySQL routes,
+   and no node the world says is healthy is judged down
  8 no traceback, no dead or hung daemon, no pass over its deadline
 """
 
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ONLINE = "ONLINE"
+# the states of a member that owes nothing to anyone (not a donor, not joining)
+SETTLED = frozenset({"Synced", "ONLINE"})
 # how long a checker's LOAD may hold an operator's staged edit aside before writing it back
 EDIT_ASIDE_S = 1.0
 
@@ -256,7 +259,8 @@ class Judge:
         found = []
         routed = present(s.runtime, (spec.writer, spec.reader, spec.backup_writer))
         for node, world in nodes.items():
-            healthy = world["readable"] and world["reach"] == "LISTEN"
+            # a donor serves reads only as a last resort (G5, G10): not owed a place
+            healthy = world["readable"] and world["reach"] == "LISTEN" and world["state"] in SETTLED
             bad = healthy and node not in routed and not self.quiet(spec.name)
             if self._lasting(4, spec.name, node, bad, s.at, spec.recover_s):
                 found.append(
@@ -334,11 +338,12 @@ class Judge:
         record = s.status.get(spec.name)
         if record is None or self.quiet(spec.name):
             return []
+        found = self._healthy_not_down(s, spec, record)
         said = set(record.get("writers") or ())
         routed = online(s.runtime, spec.writer)
         bad = said != routed
         if self._lasting(7, spec.name, "status writers", bad, s.at, spec.status_s):
-            return [
+            found.append(
                 self.violation(
                     7,
                     s.at,
@@ -346,8 +351,36 @@ class Judge:
                     f"/status says writers {sorted(said)}, ProxySQL routes {sorted(routed)} "
                     f"for over {spec.status_s:.1f}s",
                 )
-            ]
-        return []
+            )
+        return found
+
+    def _healthy_not_down(
+        self, s: Sample, spec: ClusterSpec, record: Mapping[str, Any]
+    ) -> list[Violation]:
+        """A node the world says is healthy and reachable is never judged down for longer
+        than the checker takes to see it again (issue 38: a node judged on what it did)."""
+        truth = s.truth.get(spec.name)
+        if truth is None:
+            return []
+        found = []
+        for said in record.get("nodes") or ():
+            node = str(said.get("node"))
+            world = truth["nodes"].get(node)
+            if world is None:
+                continue
+            healthy = world["readable"] and world["reach"] == "LISTEN"
+            bad = healthy and said.get("verdict") == "down"
+            if self._lasting(7, spec.name, "down " + node, bad, s.at, spec.status_s):
+                found.append(
+                    self.violation(
+                        7,
+                        s.at,
+                        spec.name,
+                        f"{node} judged down ({said.get('reason')}) while the world says "
+                        f"it is healthy ({world['state']}) for over {spec.status_s:.1f}s",
+                    )
+                )
+        return found
 
 
 def quiescent(

@@ -12,20 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.world.invariants import Judge, Sample, Violation
-from tests.world.world import (
-    INTERVAL_MS,
-    MAX_RUNTIME_MS,
-    SLACK_S,
-    World,
-    read_rows,
-)
+from tests.world.world import SLACK_S, World, read_rows
 
 PERIOD_S = 0.05
 # the apply runs on to its LOAD once begun: the admin's round trips may end it past the
 # deadline by a little, never by a whole admin timeout
 OVERRUN_MS = 150
-# a cluster whose daemon runs makes a pass at least this often
-NO_PASS_S = max(3.0, 6 * INTERVAL_MS / 1000) + SLACK_S
+# a cluster whose daemon runs makes a pass at least this often (beyond the cadence's own)
+NO_PASS_S = 3.0 + SLACK_S
 
 
 @dataclass
@@ -116,7 +110,8 @@ class Observer:
         for cluster, spec in self.world.specs.items():
             daemon = self.world.daemons[spec.kind]
             since = max(self._last_pass.get(cluster, 0.0), daemon.started_at - self.world.t0)
-            if daemon.alive() and at - since > NO_PASS_S:
+            quiet_s = NO_PASS_S + 6 * self.world.cadence.interval_ms / 1000
+            if daemon.alive() and at - since > quiet_s:
                 if cluster not in self._no_pass_said:
                     self._no_pass_said.add(cluster)
                     self.judge.violation(8, at, cluster, f"no pass for {at - since:.1f}s")
@@ -141,13 +136,13 @@ class Observer:
         cluster = str(record.get("cluster"))
         self._last_pass[cluster] = at
         duration = record.get("duration_ms")
-        if isinstance(duration, (int, float)) and duration > MAX_RUNTIME_MS + OVERRUN_MS:
+        limit = self.world.cadence.max_runtime_ms
+        if isinstance(duration, (int, float)) and duration > limit + OVERRUN_MS:
             self.judge.violation(
                 8,
                 at,
                 cluster,
-                f"a pass took {duration} ms (max_runtime_ms {MAX_RUNTIME_MS}): "
-                f"{record.get('summary')}",
+                f"a pass took {duration} ms (max_runtime_ms {limit}): {record.get('summary')}",
             )
 
     def violations(self) -> list[Violation]:

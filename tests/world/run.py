@@ -15,7 +15,7 @@ from typing import Any
 from tests.world import schedule as sched
 from tests.world.invariants import Judge, Violation, quiescent, variables_kept
 from tests.world.observer import Observer
-from tests.world.world import RunResult, World, WorldShape, recover_bound_s
+from tests.world.world import RunResult, World, WorldShape
 
 READY_S = 60.0
 DEFAULT_SHAPE = WorldShape()
@@ -40,7 +40,9 @@ def run(
         # the world's clock starts with the schedule: steps and violations share one time line
         world.t0 = time.monotonic()
         if schedule is None:
-            schedule = sched.draw(seed, world.clusters, seconds, exclude=exclude)
+            schedule = sched.draw(
+                seed, world.clusters, seconds, exclude=exclude, slow_ms=shape.cadence.slow_ms
+            )
         for line in schedule.lines():
             say(line)
         judge = Judge(world.specs.values())
@@ -99,7 +101,7 @@ def _wait_ready(world: World) -> None:
 def _settle(world: World, observer: Observer) -> list[Violation]:
     """Invariants at rest: polled until they hold or twice the recovery bound has passed
     (evictions are cleared and nodes come back over a few passes)."""
-    deadline = time.monotonic() + 2 * recover_bound_s() + 4.0
+    deadline = time.monotonic() + 2 * world.cadence.recover_s + 4.0
     found: list[Violation] = []
     while True:
         runtime = world.rows("runtime_mysql_servers")

@@ -122,6 +122,7 @@ def draw(
     gap: tuple[float, float] = (0.5, 3.0),
     operator_share: float = 0.2,
     exclude: frozenset[str] = frozenset(),
+    slow_ms: tuple[int, ...] = (50, 100, 200),
 ) -> Schedule:
     """Every cluster gets its own line of events: a fault, its heal, a pause, the next one;
     now and then a second fault in the same cluster overlaps the first (never on the same
@@ -155,9 +156,14 @@ def draw(
                     continue
                 node = rng.choice(free)
                 busy[node] = healed_at
-                fields = _fields(kind.name, rng)
+                fields = _fields(kind.name, rng, slow_ms)
                 steps.append(Step(round(t, 3), kind.name, shape.name, node, fields))
-                steps.append(Step(round(healed_at, 3), kind.heal, shape.name, node, heals=-1))
+                # a GR node rebuilt (a new auto.cnf) comes back under a new server_uuid
+                rebuilt = kind.heal == "restart" and shape.kind == "gr" and rng.random() < 0.3
+                heal_fields = (("new_identity", True),) if rebuilt else ()
+                steps.append(
+                    Step(round(healed_at, 3), kind.heal, shape.name, node, heal_fields, heals=-1)
+                )
             else:
                 if cluster_busy_until > t:
                     t = cluster_busy_until
@@ -170,11 +176,11 @@ def draw(
     return Schedule(seed, _numbered(steps))
 
 
-def _fields(fault: str, rng: random.Random) -> tuple[tuple[str, object], ...]:
+def _fields(
+    fault: str, rng: random.Random, slow_ms: tuple[int, ...]
+) -> tuple[tuple[str, object], ...]:
     if fault == "slow":
-        return (("delay_ms", rng.choice((50, 150, 300))),)
-    if fault == "restart":
-        return (("new_identity", rng.random() < 0.3),)
+        return (("delay_ms", rng.choice(slow_ms)),)
     return ()
 
 

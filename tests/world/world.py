@@ -34,17 +34,50 @@ from tests.world.schedule import ClusterShape, Schedule, Step
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# the checker's cadence in the world: fast enough to see many faults a minute, slow enough
-# that 2 cores run the world, ProxySQL and two daemons without starving any of them
-INTERVAL_MS = 500
-MAX_RUNTIME_MS = 450
-CONNECT_TIMEOUT_MS = 300
-READ_TIMEOUT_MS = 600
 RETRY_DOWN = (0, 1)  # a reload toggles between these
 RETRY_UP = 1
 ADMIN_READ_TIMEOUT_MS = 1500
 # what the machine's load may add to any bound (2 cores shared by everything)
 SLACK_S = 1.5
+
+
+@dataclass(frozen=True, slots=True)
+class Cadence:
+    """The checker's timing in the world, and how slow a slow node gets. Timeouts are below the
+    probes' share of max_runtime_ms (60 %), as check-config asks: a slow node answering within
+    them is heard within a pass, so it must never be judged down."""
+
+    interval_ms: int = 500
+    max_runtime_ms: int = 450
+    connect_timeout_ms: int = 150
+    read_timeout_ms: int = 250
+    slow_ms: tuple[int, ...] = (50, 100, 200)
+
+    @property
+    def detect_s(self) -> float:
+        """How long a node out of the world may stay routed: the slowest verdict (the highest
+        retry_down a reload sets, one more pass for a pass under way), a node's whole timeout
+        counted over consecutive probes, and the machine's slack."""
+        passes = (max(RETRY_DOWN) + 3) * self.interval_ms + self.max_runtime_ms
+        probe = self.connect_timeout_ms + self.read_timeout_ms
+        return (passes + probe) / 1000 + SLACK_S
+
+    @property
+    def recover_s(self) -> float:
+        passes = (RETRY_UP + 3) * self.interval_ms + self.max_runtime_ms
+        return (passes + self.connect_timeout_ms + self.read_timeout_ms) / 1000 + SLACK_S
+
+    @property
+    def status_s(self) -> float:
+        return (2 * self.interval_ms + self.max_runtime_ms) / 1000 + SLACK_S
+
+
+# the cadence of most runs: many faults a minute, and 2 cores run the world, ProxySQL and two
+# daemons without starving any of them
+STEADY = Cadence()
+# the fastest the checker is run at: issue 38's detect-gap configuration
+FAST = Cadence(200, 100, 50, 50, (10, 20, 30))
+
 
 CHECKERS = {"galera": "galera_checker", "gr": "gr_checker"}
 
@@ -54,6 +87,7 @@ class WorldShape:
     galera: int = 2
     gr: int = 1
     nodes: int = 3
+    cadence: Cadence = STEADY
 
 
 @dataclass
@@ -89,22 +123,6 @@ class RunResult:
 def hostgroups(index: int) -> tuple[int, int, int, int]:
     writer = 2000 + 20 * index
     return writer, writer + 1, writer + 2, writer + 3
-
-
-def detect_bound_s(kind: str) -> float:
-    """How long a node out of the world may stay routed: the checker's slowest verdict (the
-    highest retry_down a reload sets, one more pass for a pass already under way) plus a probe's
-    whole timeouts, plus what the models take to show the fault (GR: a member sees its peers
-    UNREACHABLE only after a second), plus the machine's slack."""
-    passes = (max(RETRY_DOWN) + 2) * INTERVAL_MS + MAX_RUNTIME_MS
-    probe = CONNECT_TIMEOUT_MS + READ_TIMEOUT_MS
-    shown = 1500 if kind == "gr" else 0
-    return (passes + probe + shown) / 1000 + SLACK_S
-
-
-def recover_bound_s() -> float:
-    passes = (RETRY_UP + 3) * INTERVAL_MS + MAX_RUNTIME_MS + CONNECT_TIMEOUT_MS + READ_TIMEOUT_MS
-    return passes / 1000 + SLACK_S
 
 
 class Daemon:
@@ -172,6 +190,7 @@ class World:
     def __init__(self, directory: Path, shape: WorldShape | None = None) -> None:
         self.dir = directory
         self.shape = shape or WorldShape()
+        self.cadence = self.shape.cadence
         self.sim: SimNodes | None = None
         self.proxysql: ProxySQLLab | None = None
         self.clusters: list[ClusterShape] = []
@@ -210,9 +229,10 @@ class World:
                 backup,
                 offline,
                 max_writers=1,
-                detect_s=detect_bound_s(cluster.kind),
-                recover_s=recover_bound_s(),
-                status_s=(2 * INTERVAL_MS + MAX_RUNTIME_MS) / 1000 + SLACK_S,
+                # GR: a member sees its peers UNREACHABLE a second after they fall silent
+                detect_s=self.cadence.detect_s + (1.5 if cluster.kind == "gr" else 0.0),
+                recover_s=self.cadence.recover_s,
+                status_s=self.cadence.status_s,
             )
         self._seed_proxysql()
         for kind in sorted({c.kind for c in self.clusters}):
@@ -324,8 +344,8 @@ class World:
             f'user = "{MONITOR_USER}"',
             f'password_file = "{where / "monitor.pw"}"',
             'ssl_mode = "disabled"',
-            f"connect_timeout_ms = {CONNECT_TIMEOUT_MS}",
-            f"read_timeout_ms = {READ_TIMEOUT_MS}",
+            f"connect_timeout_ms = {self.cadence.connect_timeout_ms}",
+            f"read_timeout_ms = {self.cadence.read_timeout_ms}",
         ]
         # Galera evicts with it; GR's switchover moves the primary with it
         lines += [
@@ -337,8 +357,8 @@ class World:
         lines += [
             "[run]",
             f'state_dir = "{where / "state"}"',
-            f"interval_ms = {INTERVAL_MS}",
-            f"max_runtime_ms = {MAX_RUNTIME_MS}",
+            f"interval_ms = {self.cadence.interval_ms}",
+            f"max_runtime_ms = {self.cadence.max_runtime_ms}",
             'log_format = "json"',
             f'metrics_listen = "127.0.0.1:{daemon.metrics_port}"',
         ]
@@ -493,7 +513,10 @@ class World:
             self.outcomes.append(Outcome(step, tuple(argv), code, started, ended, tail))
         if step.action == "pause" and code == 0:
             # a pass already under way when the pause file appeared may still finish its apply
-            judge.paused_after(step.cluster, ended + (INTERVAL_MS + MAX_RUNTIME_MS) / 1000)
+            cadence = self.cadence
+            judge.paused_after(
+                step.cluster, ended + (cadence.interval_ms + cadence.max_runtime_ms) / 1000
+            )
         elif step.action == "switchover" and code == 0:
             release = daemon.argv("switchover", "--cluster", step.cluster, "--release")
             subprocess.run(
