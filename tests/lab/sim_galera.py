@@ -298,6 +298,8 @@ class GaleraCluster:
             )
             primary = self.in_primary(m)
             rejecting = self._rejecting(m)
+            # pxc_maint_mode: the operator asked for no traffic, reads included
+            maintained = variables.get("pxc_maint_mode", "DISABLED").upper() != "DISABLED"
             nodes[address] = {
                 "process": m.process.name.lower(),
                 "identity": None if m.process is Process.KILLED else m.uuid,
@@ -307,8 +309,11 @@ class GaleraCluster:
                 and primary
                 and not _on(variables.get("read_only"))
                 and not rejecting
-                and variables.get("pxc_maint_mode", "DISABLED").upper() == "DISABLED",
-                "readable": (synced or donor_reads) and primary and not rejecting,
+                and not maintained,
+                "readable": (synced or donor_reads)
+                and primary
+                and not rejecting
+                and not maintained,
                 "evicted": any(m.uuid in listed for listed in primary_lists),
                 "needs_restart": m.needs_restart or m.process is Process.KILLED,
                 "state": self._state(m)[1],
@@ -393,6 +398,9 @@ class GaleraCluster:
             if key.strip().lower() != "evs.evict" or not sep:
                 continue
             target = given.strip()
+            if target == m.uuid:
+                # a member never evicts itself (the checker asks the others)
+                continue
             if not target:
                 m.evict_list.clear()
             else:

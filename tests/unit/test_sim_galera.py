@@ -101,7 +101,7 @@ CASES = [
          {"writable": False, "readable": True}),
     Case("maintenance",
          do({"cmd": "set", "node": C, "variables": {"pxc_maint_mode": "MAINTENANCE"}}),
-         0.0, C, {"writable": False, "readable": True}),
+         0.0, C, {"writable": False, "readable": False}),
     Case("rejecting", do({"cmd": "set", "node": C, "variables": {"wsrep_reject_queries": "ALL"}}),
          0.0, C, {"writable": False, "readable": False}),
     Case("two of three killed: the last is non-Primary",
