@@ -403,11 +403,12 @@ class GaleraCluster:
                 continue
             if not target:
                 m.evict_list.clear()
-            else:
+            elif self.in_primary(m):
                 if target not in m.evict_list:
                     m.evict_list.append(target)
-                if self.in_primary(m):
-                    self.evictions.append((self.now + self.view_change_s, target))
+                self.evictions.append((self.now + self.view_change_s, target))
+            # a member outside the Primary component takes the option and keeps nothing: the
+            # model's simplification (the checker asks Primary survivors only)
             self._changed()
         return Done()
 
