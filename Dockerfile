@@ -103,7 +103,8 @@ ENV CHECKER_CONFIG=/etc/proxysql-checkers/checker.toml \
     PYTHONUNBUFFERED=1
 
 # The state survives a container replacement when a volume is mounted here; without one the
-# checker starts with fresh counters, which is safe (the roster lives in ProxySQL).
+# checker starts with fresh counters, which is safe (the roster lives in ProxySQL), but a pause
+# is a file here too: without a volume it ends when the container is replaced.
 VOLUME ["/var/lib/proxysql-checkers"]
 EXPOSE 9140
 

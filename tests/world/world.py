@@ -576,6 +576,9 @@ class World:
             daemon.stop(signal.SIGKILL)
         if step.action == "lose_state":
             shutil.rmtree(daemon.config.parent / "state", ignore_errors=True)
+            # the pause is a file there (docs/troubleshooting.md): it goes with the directory
+            for name in mine:
+                judge.resumed(name, self.now())
         daemon.start()
         for name in mine:
             judge.hold(name, self.now())
