@@ -105,10 +105,11 @@ class Judge:
         # (invariant, cluster, subject) -> when the condition was first seen (sample time)
         self._since: dict[tuple[int, str, str], float] = {}
         self._reported: set[tuple[int, str, str]] = set()
-        # cluster -> (paused since, staged rows of its hostgroups when the pause took hold)
-        self._paused: dict[str, tuple[float, frozenset[Row]]] = {}
-        # cluster -> when a pause asked for takes hold (a pass under way may still finish)
-        self._pausing: dict[str, float] = {}
+        # (cluster, why) -> (held since, staged rows of its hostgroups when the hold began):
+        # paused, or blind (the checker sees none of its nodes), the checker changes nothing
+        self._held: dict[tuple[str, str], tuple[float, frozenset[Row]]] = {}
+        # (cluster, why) -> when a hold takes effect (a pass under way may still finish)
+        self._holding: dict[tuple[str, str], float] = {}
         # cluster -> the time the checker may act again (resume, daemon back); quiet until then
         self._quiet_until: dict[str, float] = {}
         # staged edits of the operator not yet loaded: (row it staged, runtime row before)
@@ -122,18 +123,18 @@ class Judge:
 
     # -- events from the world -------------------------------------------------------------
 
-    def paused_after(self, cluster: str, at: float) -> None:
-        """The pause command is done: the checker acts no more from `at` on."""
-        self._pausing[cluster] = at
+    def paused_after(self, cluster: str, at: float, why: str = "paused") -> None:
+        """The checker changes nothing from `at` on: paused, or blind."""
+        self._holding[cluster, why] = at
 
-    def resumed(self, cluster: str, at: float) -> None:
-        self._paused.pop(cluster, None)
-        self._pausing.pop(cluster, None)
+    def resumed(self, cluster: str, at: float, why: str = "paused") -> None:
+        self._held.pop((cluster, why), None)
+        self._holding.pop((cluster, why), None)
         self.hold(cluster, at)
 
     def quiet(self, cluster: str) -> bool:
-        """Paused, or about to be: no bound that needs the checker to act holds."""
-        return cluster in self._paused or cluster in self._pausing
+        """Held, or about to be: no bound that needs the checker to act holds."""
+        return any(c == cluster for c, _ in (*self._held, *self._holding))
 
     def hold(self, cluster: str, at: float) -> None:
         """The checker of this cluster could not act until `at` (paused, restarted, killed):
@@ -162,11 +163,11 @@ class Judge:
     def sample(self, s: Sample) -> list[Violation]:
         found: list[Violation] = []
         for spec in self.clusters.values():
-            pausing = self._pausing.get(spec.name)
-            if pausing is not None and s.at >= pausing:
-                del self._pausing[spec.name]
-                rows = frozenset(r for r in s.staged if r.hostgroup in spec.managed)
-                self._paused[spec.name] = (s.at, rows)
+            for key, at in list(self._holding.items()):
+                if key[0] == spec.name and s.at >= at:
+                    del self._holding[key]
+                    rows = frozenset(r for r in s.staged if r.hostgroup in spec.managed)
+                    self._held[key] = (s.at, rows)
             truth = s.truth.get(spec.name)
             if truth is None:
                 continue
@@ -275,22 +276,22 @@ class Judge:
         return found
 
     def _paused_unchanged(self, s: Sample, spec: ClusterSpec) -> list[Violation]:
-        held = self._paused.get(spec.name)
-        if held is None:
-            return []
-        self.checks += 1
-        since, rows = held
+        found = []
         now = frozenset(r for r in s.staged if r.hostgroup in spec.managed)
-        if now != rows:
-            self._paused[spec.name] = (since, now)
-            gone = sorted(f"{r.hostgroup}/{r.node}/{r.status}" for r in rows - now)
-            new = sorted(f"{r.hostgroup}/{r.node}/{r.status}" for r in now - rows)
-            return [
-                self.violation(
-                    6, s.at, spec.name, f"staged rows changed while paused: -{gone} +{new}"
+        for (cluster, why), (since, rows) in list(self._held.items()):
+            if cluster != spec.name:
+                continue
+            self.checks += 1
+            if now != rows:
+                self._held[cluster, why] = (since, now)
+                gone = sorted(f"{r.hostgroup}/{r.node}/{r.status}" for r in rows - now)
+                new = sorted(f"{r.hostgroup}/{r.node}/{r.status}" for r in now - rows)
+                found.append(
+                    self.violation(
+                        6, s.at, spec.name, f"staged rows changed while {why}: -{gone} +{new}"
+                    )
                 )
-            ]
-        return []
+        return found
 
     def _edit_kept(self, s: Sample, spec: ClusterSpec) -> list[Violation]:
         found = self._edit_live(s, spec)

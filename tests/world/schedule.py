@@ -78,6 +78,8 @@ FAULTS: tuple[FaultKind, ...] = (
     # operator actions that last: they are faults of the checker's own making
     FaultKind("pause", "resume", ("galera", "gr"), 2, (1.0, 5.0), node_level=False),
     FaultKind("staged_edit", "load_edit", ("galera", "gr"), 2, (0.3, 3.0), node_level=False),
+    # the checker loses its route to every node of the cluster at once: it must change nothing
+    FaultKind("blind", "unblind", ("galera", "gr"), 1, (1.0, 5.0), node_level=False),
 )
 
 # operator actions and checker events that have no heal
@@ -169,7 +171,9 @@ def draw(
                     t = cluster_busy_until
                     continue
                 cluster_busy_until = healed_at
-                steps.append(Step(round(t, 3), kind.name, shape.name))
+                # an operator's staged edit: a row nobody manages, or the roster's own template
+                fields = (("template", rng.random() < 0.5),) if kind.name == "staged_edit" else ()
+                steps.append(Step(round(t, 3), kind.name, shape.name, None, fields))
                 steps.append(Step(round(healed_at, 3), kind.heal, shape.name, heals=-1))
             # mostly one fault at a time; sometimes the next starts before this one heals
             t = (t if rng.random() < 0.25 else healed_at) + rng.uniform(*gap)

@@ -441,6 +441,8 @@ class World:
             )
             thread.start()
             self._threads.append(thread)
+        elif action in ("blind", "unblind"):
+            self._blind(step, judge)
         elif action == "staged_edit":
             self._staged_edit(step, judge, rng)
         elif action == "load_edit":
@@ -480,6 +482,7 @@ class World:
         kind = self.kind_of(step.cluster)
         daemon = self.daemons[kind]
         argv: list[str]
+        target: str | None = None
         if step.action == "pause":
             argv = daemon.argv("pause", "--cluster", step.cluster, "--reason", "world")
         elif step.action == "resume":
@@ -517,7 +520,15 @@ class World:
             judge.paused_after(
                 step.cluster, ended + (cadence.interval_ms + cadence.max_runtime_ms) / 1000
             )
-        elif step.action == "switchover" and code == 0:
+        elif step.action == "switchover" and code == 1 and target in self._writers(step.cluster):
+            judge.violation(
+                7,
+                ended,
+                step.cluster,
+                f"switchover to {target} exited 1, and {target} is the writer: "
+                f"{tail.strip()[-300:]}",
+            )
+        if step.action == "switchover" and code == 0:
             release = daemon.argv("switchover", "--cluster", step.cluster, "--release")
             subprocess.run(
                 release, cwd=ROOT, capture_output=True, timeout=60, env=_env(), check=False
@@ -531,23 +542,49 @@ class World:
                 7, ended, step.cluster, f"{step.action} exited {code}: {tail.strip()[-400:]}"
             )
 
-    def _switch_target(self, cluster: str, rng: random.Random) -> str | None:
-        truth = self.truth().get(cluster)
-        if truth is None:
-            return None
-        writers = {
+    def _writers(self, cluster: str) -> set[str]:
+        return {
             r.node
             for r in self.rows("runtime_mysql_servers")
             if r.hostgroup == self.specs[cluster].writer and r.status == "ONLINE"
         }
+
+    def _switch_target(self, cluster: str, rng: random.Random) -> str | None:
+        truth = self.truth().get(cluster)
+        if truth is None:
+            return None
+        writers = self._writers(cluster)
         candidates = sorted(
             n for n, w in truth["nodes"].items() if w["writable"] and n not in writers
         )
         return rng.choice(candidates) if candidates else None
 
+    def _blind(self, step: Step, judge: Judge) -> None:
+        """Every node of the cluster cut off from the checker (and ProxySQL) alone: the cluster
+        works on; a pass that sees none of its nodes changes nothing (S1's blind pass)."""
+        assert self.sim is not None
+        cmd = "cut" if step.action == "blind" else "uncut"
+        if cmd == "uncut":
+            judge.resumed(step.cluster, self.now(), why="blind")
+        for node in self.addresses[step.cluster].values():
+            with contextlib.suppress(SimNodesError):
+                self.sim.command({"node": node, "cmd": cmd})
+        if cmd == "cut":
+            # a pass that began before the cut may still apply what it saw
+            cadence = self.cadence
+            judge.paused_after(
+                step.cluster,
+                self.now() + (cadence.interval_ms + cadence.max_runtime_ms) / 1000,
+                why="blind",
+            )
+
     def _staged_edit(self, step: Step, judge: Judge, rng: random.Random) -> None:
         hostgroup = self.spare_hostgroup(step.cluster)
         node = self.address(step.cluster, "n1")
+        if step.field("template"):
+            # the roster's writer template, the weight of its second node
+            hostgroup = 8000 + self.specs[step.cluster].writer
+            node = self.address(step.cluster, "n2")
         host, port = node.rsplit(":", 1)
         with self.admin() as conn, conn.cursor() as cur:
             live = [r for r in read_rows(cur, "runtime_mysql_servers") if r.hostgroup == hostgroup]
