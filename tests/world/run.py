@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -49,6 +50,9 @@ def run(
         before = _variables(world)
         observer = Observer(world, judge)
         observer.start()
+        tending = threading.Event()
+        caretaker = threading.Thread(target=world.tend, args=(tending,), name="caretaker")
+        caretaker.start()
         result = RunResult(seed, schedule)
         rng = random.Random(seed)
         try:
@@ -68,6 +72,8 @@ def run(
                 thread.join(timeout=120)
             at_rest = _settle(world, observer)
         finally:
+            tending.set()
+            caretaker.join(timeout=10)
             observer.stop()
         result.violations = sorted(
             observer.violations()

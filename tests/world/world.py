@@ -469,6 +469,29 @@ class World:
             self._restart_if_stranded(step.cluster, node)
         return True
 
+    def tend(self, stop: threading.Event, after_s: float = 2.0) -> None:
+        """The operator on call: a node the checker shows as needing a restart (an evicted
+        process that woke) is restarted once it has needed one for `after_s`, until `stop`."""
+        assert self.sim is not None
+        stranded: dict[str, float] = {}
+        while not stop.wait(0.5):
+            try:
+                truth = self.truth()
+            except SimNodesError:
+                continue
+            now = self.now()
+            seen = set()
+            for cluster in truth.values():
+                for node, world in cluster["nodes"].items():
+                    if world.get("needs_restart") and world.get("process") == "running":
+                        seen.add(node)
+                        if now - stranded.setdefault(node, now) >= after_s:
+                            with contextlib.suppress(SimNodesError):
+                                self.sim.command({"node": node, "cmd": "restart"})
+                            stranded.pop(node)
+            for node in set(stranded) - seen:
+                stranded.pop(node)
+
     def _restart_if_stranded(self, cluster: str, node: str) -> None:
         """What the operator does for a node the checker shows as needing a restart (a Galera
         process evicted while frozen stays out when it wakes): restart it."""
