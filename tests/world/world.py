@@ -198,7 +198,8 @@ class World:
         self.addresses: dict[str, dict[str, str]] = {}
         self.specs: dict[str, ClusterSpec] = {}
         self.daemons: dict[str, Daemon] = {}
-        self.retry_down = {kind: RETRY_DOWN[0] for kind in CHECKERS}
+        # cluster -> its retry_down now: a reload changes one cluster's, never its neighbours'
+        self.retry_down: dict[str, int] = {}
         self.t0 = 0.0
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -373,7 +374,7 @@ class World:
                 f"reader_hostgroup = {reader}",
                 f"backup_writer_hostgroup = {backup}",
                 f"offline_hostgroup = {offline}",
-                f"retry_down = {self.retry_down[kind]}",
+                f"retry_down = {self.retry_down.get(cluster.name, RETRY_DOWN[0])}",
                 f"retry_up = {RETRY_UP}",
             ]
             # the first Galera cluster evicts: its paths are the newest and the riskiest
@@ -626,7 +627,8 @@ class World:
         daemon = self.daemons[kind]
         mine = [c.name for c in self.clusters if c.kind == kind]
         if step.action == "reload":
-            self.retry_down[kind] = RETRY_DOWN[1 - RETRY_DOWN.index(self.retry_down[kind])]
+            now = self.retry_down.get(step.cluster, RETRY_DOWN[0])
+            self.retry_down[step.cluster] = RETRY_DOWN[1 - RETRY_DOWN.index(now)]
             self.rewrite_config(kind)
             daemon.reload()
             return
