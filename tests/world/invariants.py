@@ -21,9 +21,14 @@ The numbers are issue 39's:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 ONLINE = "ONLINE"
 # the states of a member that owes nothing to anyone (not a donor, not joining)
@@ -96,6 +101,19 @@ def present(rows: Iterable[Row], hostgroups: Iterable[int]) -> set[str]:
     return {r.node for r in rows if r.hostgroup in wanted and r.status in (ONLINE, "SHUNNED")}
 
 
+def _locked(method: Callable[P, T]) -> Callable[P, T]:
+    """The judge is fed by the observer's thread and told of events by the world's threads."""
+
+    @functools.wraps(method)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        judge = args[0]
+        assert isinstance(judge, Judge)
+        with judge.lock:
+            return method(*args, **kwargs)
+
+    return run
+
+
 class Judge:
     """Feeds on samples in time order; keeps when each bad condition began, so a condition is a
     violation only once it has lasted longer than its bound. One Judge per world run."""
@@ -120,13 +138,16 @@ class Judge:
         self._loaded: dict[str, tuple[Row, float]] = {}
         self.checks = 0
         self.violations: list[Violation] = []
+        self.lock = threading.RLock()
 
     # -- events from the world -------------------------------------------------------------
 
+    @_locked
     def paused_after(self, cluster: str, at: float, why: str = "paused") -> None:
         """The checker changes nothing from `at` on: paused, or blind."""
         self._holding[cluster, why] = at
 
+    @_locked
     def resumed(self, cluster: str, at: float, why: str = "paused") -> None:
         self._held.pop((cluster, why), None)
         self._holding.pop((cluster, why), None)
@@ -136,6 +157,7 @@ class Judge:
         """Held, or about to be: no bound that needs the checker to act holds."""
         return any(c == cluster for c, _ in (*self._held, *self._holding))
 
+    @_locked
     def hold(self, cluster: str, at: float) -> None:
         """The checker of this cluster could not act until `at` (paused, restarted, killed):
         bounds that need it to act start again from then."""
@@ -143,9 +165,11 @@ class Judge:
         for key in [k for k in self._since if k[1] == cluster and k[0] in (2, 3, 4, 7)]:
             self._since[key] = max(self._since[key], at)
 
+    @_locked
     def staged_edit(self, cluster: str, row: Row, before: Row | None) -> None:
         self._edits[cluster] = (row, before)
 
+    @_locked
     def edits_loaded(self, at: float) -> None:
         """The operator's LOAD: every pending edit is to be live now."""
         for cluster, pending in self._edits.items():
@@ -153,6 +177,7 @@ class Judge:
         self._edits.clear()
         self._edit_missing.clear()
 
+    @_locked
     def violation(self, invariant: int, at: float, cluster: str, what: str) -> Violation:
         found = Violation(invariant, at, cluster, what)
         self.violations.append(found)
@@ -160,6 +185,7 @@ class Judge:
 
     # -- the sample ------------------------------------------------------------------------
 
+    @_locked
     def sample(self, s: Sample) -> list[Violation]:
         found: list[Violation] = []
         for spec in self.clusters.values():

@@ -11,6 +11,7 @@ the world and judges it; the result lists every violation with the seed that fou
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import random
@@ -395,8 +396,6 @@ class World:
 
     def status(self) -> dict[str, Mapping[str, Any]]:
         """cluster -> its /status record, from every daemon that answers."""
-        import http.client
-
         found: dict[str, Mapping[str, Any]] = {}
         for daemon in self.daemons.values():
             if not daemon.alive():
