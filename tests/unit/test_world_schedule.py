@@ -14,6 +14,7 @@ SHAPES = (
     sched.ClusterShape("g1", "galera", ("n1", "n2", "n3")),
     sched.ClusterShape("g2", "galera", ("n1", "n2", "n3")),
     sched.ClusterShape("r1", "gr", ("n1", "n2", "n3")),
+    sched.PROXYSQL,
 )
 NODE_FAULTS = {f.name: f for f in sched.FAULTS if f.node_level}
 
@@ -71,7 +72,8 @@ def test_faults_of_a_kind_are_drawn_only_for_clusters_of_that_kind() -> None:
         if fault is not None:
             assert kinds[step.cluster] in fault.kinds, step.line()
     actions = {s.action for s in schedule.steps}
-    assert {"stop_gr", "donor", "freeze", "kill"} <= actions
+    assert {"stop_gr", "donor", "freeze", "kill", "load_refused", "admin_slow"} <= actions
+    assert all(s.node is None for s in schedule.steps if s.cluster == "proxysql")
 
 
 def test_excluded_actions_are_never_drawn() -> None:

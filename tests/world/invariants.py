@@ -139,6 +139,7 @@ class Judge:
         self.checks = 0
         self.violations: list[Violation] = []
         self.lock = threading.RLock()
+        self._slow_admin = False
 
     # -- events from the world -------------------------------------------------------------
 
@@ -153,9 +154,18 @@ class Judge:
         self._holding.pop((cluster, why), None)
         self.hold(cluster, at)
 
+    @_locked
+    def stalled(self, on: bool, at: float) -> None:
+        """ProxySQL's admin answers slowly: no bound that needs the checker to act holds, for
+        any cluster, until it answers again (then they start again)."""
+        self._slow_admin = on
+        if not on:
+            for cluster in self.clusters:
+                self.hold(cluster, at)
+
     def quiet(self, cluster: str) -> bool:
         """Held, or about to be: no bound that needs the checker to act holds."""
-        return any(c == cluster for c, _ in (*self._held, *self._holding))
+        return self._slow_admin or any(c == cluster for c, _ in (*self._held, *self._holding))
 
     @_locked
     def hold(self, cluster: str, at: float) -> None:

@@ -42,7 +42,11 @@ def run(
         world.t0 = time.monotonic()
         if schedule is None:
             schedule = sched.draw(
-                seed, world.clusters, seconds, exclude=exclude, slow_ms=shape.cadence.slow_ms
+                seed,
+                [*world.clusters, sched.PROXYSQL],
+                seconds,
+                exclude=exclude,
+                slow_ms=shape.cadence.slow_ms,
             )
         for line in schedule.lines():
             say(line)

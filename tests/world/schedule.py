@@ -80,6 +80,8 @@ FAULTS: tuple[FaultKind, ...] = (
     FaultKind("staged_edit", "load_edit", ("galera", "gr"), 2, (0.3, 3.0), node_level=False),
     # the checker loses its route to every node of the cluster at once: it must change nothing
     FaultKind("blind", "unblind", ("galera", "gr"), 1, (1.0, 5.0), node_level=False),
+    # ProxySQL's admin interface answers slowly (every answer held back)
+    FaultKind("admin_slow", "admin_unslow", ("proxysql",), 2, (1.0, 4.0), node_level=False),
 )
 
 # operator actions and checker events that have no heal
@@ -91,7 +93,16 @@ OPERATOR: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ("daemon_restart", ("galera", "gr"), 1),
     ("daemon_kill", ("galera", "gr"), 1),
     ("lose_state", ("galera", "gr"), 1),
+    # ProxySQL's admin interface fails the checker's next statement of a kind (tests/world/
+    # admin_relay.py): a LOAD refused, a write dropped with its connection before or after
+    # ProxySQL has it, a LOAD whose answer never comes back
+    ("load_refused", ("proxysql",), 3),
+    ("write_dropped", ("proxysql",), 3),
+    ("write_unanswered", ("proxysql",), 3),
+    ("load_unanswered", ("proxysql",), 3),
 )
+# the schedule's line of events for ProxySQL itself
+PROXYSQL = ClusterShape("proxysql", "proxysql", ())
 
 HEALS = frozenset(f.heal for f in FAULTS)
 
@@ -135,15 +146,21 @@ def draw(
     for shape in clusters:
         faults = [f for f in FAULTS if shape.kind in f.kinds and f.name not in exclude]
         operators = [(n, w) for n, kinds, w in OPERATOR if shape.kind in kinds and n not in exclude]
+        # ProxySQL's own line: mostly one-shot failures of a statement, and further apart
+        share = 0.7 if shape.kind == "proxysql" else operator_share
+        spread = 2.0 if shape.kind == "proxysql" else 1.0
         t = rng.uniform(*gap)
         # node -> the time its current fault is healed
         busy: dict[str, float] = {}
         cluster_busy_until = 0.0
         while t < seconds:
-            if operators and rng.random() < operator_share:
+            if operators and rng.random() < share:
                 name = rng.choices([n for n, _ in operators], [w for _, w in operators])[0]
                 steps.append(Step(round(t, 3), name, shape.name))
-                t += rng.uniform(*gap)
+                t += rng.uniform(*gap) * spread
+                continue
+            if not faults:
+                t += rng.uniform(*gap) * spread
                 continue
             kind = rng.choices(faults, [f.weight for f in faults])[0]
             lasts = rng.uniform(*kind.lasts)

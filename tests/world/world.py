@@ -30,8 +30,9 @@ from typing import Any
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER, NODE_ADMIN_PASSWORD, NODE_ADMIN_USER
 from tests.lab.proxysql import ProxySQLLab
 from tests.lab.simnodes import SimNodes, SimNodesError
+from tests.world.admin_relay import AdminRelay
 from tests.world.invariants import ClusterSpec, Judge, Row, Violation
-from tests.world.schedule import ClusterShape, Schedule, Step
+from tests.world.schedule import PROXYSQL, ClusterShape, Schedule, Step
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -194,6 +195,7 @@ class World:
         self.cadence = self.shape.cadence
         self.sim: SimNodes | None = None
         self.proxysql: ProxySQLLab | None = None
+        self.relay: AdminRelay | None = None
         self.clusters: list[ClusterShape] = []
         # cluster -> node label (n1, n2, ...; what a schedule names) -> its address now
         self.addresses: dict[str, dict[str, str]] = {}
@@ -216,6 +218,8 @@ class World:
         self.sim.start()
         self.proxysql = ProxySQLLab(self.dir / "proxysql")
         self.proxysql.up()
+        # the checkers reach ProxySQL's admin through the world's relay; the observer does not
+        self.relay = AdminRelay((self.proxysql.admin_host, self.proxysql.admin_port))
         for served in self.sim.clusters:
             kind = served.kind
             labels = tuple(f"n{i + 1}" for i in range(len(served.nodes)))
@@ -250,6 +254,8 @@ class World:
             daemon.stop()
         for thread in self._threads:
             thread.join(timeout=120)
+        if self.relay is not None:
+            self.relay.close()
         if self.proxysql is not None:
             self.proxysql.down()
         if self.sim is not None:
@@ -323,7 +329,7 @@ class World:
 
     def rewrite_config(self, kind: str) -> None:
         """The checker's configuration file, as it stands now (a reload rewrites it)."""
-        assert self.proxysql is not None
+        assert self.proxysql is not None and self.relay is not None
         daemon = self.daemons[kind]
         where = daemon.config.parent
         for name, secret in (
@@ -336,8 +342,8 @@ class World:
             path.chmod(0o600)
         lines = [
             "[proxysql]",
-            f'host = "{self.proxysql.admin_host}"',
-            f"port = {self.proxysql.admin_port}",
+            'host = "127.0.0.1"',
+            f"port = {self.relay.port}",
             f'user = "{self.proxysql.admin_user}"',
             f'password_file = "{where / "admin.pw"}"',
             f"read_timeout_ms = {ADMIN_READ_TIMEOUT_MS}",
@@ -435,6 +441,9 @@ class World:
         action = step.action
         if action in NODE_COMMANDS:
             return self._node(step)
+        if step.cluster == PROXYSQL.name:
+            self._admin_fault(step, judge)
+            return True
         elif action in ("pause", "resume", "switchover", "scheduler_pass", "dry_run"):
             thread = threading.Thread(
                 target=self._command, args=(step, judge, rng), name=f"step-{step.number}"
@@ -581,6 +590,28 @@ class World:
             n for n, w in truth["nodes"].items() if w["writable"] and n not in writers
         )
         return rng.choice(candidates) if candidates else None
+
+    def _admin_fault(self, step: Step, judge: Judge) -> None:
+        """ProxySQL's admin interface failing the checker (admin_relay.py)."""
+        assert self.relay is not None
+        load = r"^\s*LOAD\s+MYSQL\s+SERVERS\s+TO\s+RUNTIME"
+        write = r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b.*\bmysql_servers\b"
+        if step.action == "load_refused":
+            self.relay.refuse(load, 1045, "LOAD refused by the world")
+        elif step.action == "write_dropped":
+            self.relay.drop(write, after=False)
+        elif step.action == "write_unanswered":
+            self.relay.drop(write, after=True)
+        elif step.action == "load_unanswered":
+            self.relay.drop(load, after=True)
+        elif step.action == "admin_slow":
+            self.relay.delay_s = 0.1
+            judge.stalled(True, self.now())
+        elif step.action == "admin_unslow":
+            self.relay.delay_s = 0.0
+            judge.stalled(False, self.now())
+        else:
+            raise ValueError(f"unknown action {step.action}")
 
     def _blind(self, step: Step, judge: Judge) -> None:
         """Every node of the cluster cut off from the checker (and ProxySQL) alone: the cluster

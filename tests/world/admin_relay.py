@@ -1,0 +1,194 @@
+"""The checker's road to ProxySQL's admin interface in the simulated world: a relay on 127.0.0.1
+that reads the MySQL protocol the checker sends and can, on the world's word, fail it the way a
+real admin interface and a real network do:
+
+- `refuse(pattern, code, message)`: the next statement matching `pattern` is answered with an
+  error packet and never reaches ProxySQL (a LOAD refused, a statement that fails);
+- `drop(pattern, after)`: the next statement matching `pattern` is dropped with its connection,
+  before ProxySQL sees it (`after=False`), or after ProxySQL has it and before its answer
+  reaches the checker (`after=True`: the checker cannot know whether it ran);
+- `delay_s`: every answer from ProxySQL is held back that long (a slow admin).
+
+A fault is armed for one statement and lapses after `ARMED_S` unmatched. The relay speaks no TLS:
+the world's admin connections are plain.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass
+
+COM_QUERY = 0x03
+ARMED_S = 10.0
+CHUNK = 65536
+
+
+@dataclass
+class _Armed:
+    pattern: re.Pattern[str]
+    what: str  # "refuse", "drop_before", "drop_after"
+    code: int = 0
+    message: str = ""
+    until: float = 0.0
+
+
+class AdminRelay:
+    """127.0.0.1:port -> ProxySQL's admin port."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.delay_s = 0.0
+        self._armed: list[_Armed] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._open: set[socket.socket] = set()
+        self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._server.bind(("127.0.0.1", 0))
+        self._server.listen(64)
+        self._server.settimeout(0.2)
+        self.port: int = self._server.getsockname()[1]
+        # what the faults did: (monotonic time, what, the statement's first words)
+        self.done: list[tuple[float, str, str]] = []
+        self._thread = threading.Thread(target=self._accept, name="admin-relay", daemon=True)
+        self._thread.start()
+
+    # -- the world's word ----------------------------------------------------------------
+
+    def refuse(self, pattern: str, code: int = 1045, message: str = "refused by the world") -> None:
+        self._arm(_Armed(re.compile(pattern, re.IGNORECASE), "refuse", code, message))
+
+    def drop(self, pattern: str, *, after: bool) -> None:
+        what = "drop_after" if after else "drop_before"
+        self._arm(_Armed(re.compile(pattern, re.IGNORECASE), what))
+
+    def _arm(self, armed: _Armed) -> None:
+        armed.until = time.monotonic() + ARMED_S
+        with self._lock:
+            self._armed.append(armed)
+
+    def _take(self, text: str) -> _Armed | None:
+        now = time.monotonic()
+        with self._lock:
+            self._armed = [a for a in self._armed if a.until > now]
+            for armed in self._armed:
+                if armed.pattern.search(text):
+                    self._armed.remove(armed)
+                    self.done.append((now, armed.what, " ".join(text.split()[:6])))
+                    return armed
+        return None
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._server.close()
+        with self._lock:
+            for sock in self._open:
+                with contextlib.suppress(OSError):
+                    sock.close()
+            self._open.clear()
+
+    # -- the road --------------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                client, _ = self._server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        try:
+            upstream = socket.create_connection(self.target, timeout=10)
+        except OSError:
+            client.close()
+            return
+        upstream.settimeout(None)
+        with self._lock:
+            self._open.update((client, upstream))
+        # set once a statement's answer is to be lost: the answers' pump forwards nothing more
+        cut = threading.Event()
+        threading.Thread(target=self._answers, args=(upstream, client, cut), daemon=True).start()
+        self._questions(client, upstream, cut)
+
+    def _questions(
+        self, client: socket.socket, upstream: socket.socket, cut: threading.Event
+    ) -> None:
+        """The checker's packets, one by one: a COM_QUERY an armed fault matches is failed."""
+        try:
+            while True:
+                header = _read_exact(client, 4)
+                if header is None:
+                    break
+                length = header[0] | header[1] << 8 | header[2] << 16
+                seq = header[3]
+                payload = _read_exact(client, length) if length else b""
+                if payload is None:
+                    break
+                armed = None
+                if payload[:1] == bytes([COM_QUERY]):
+                    armed = self._take(payload[1:].decode("utf-8", "replace"))
+                if armed is None:
+                    upstream.sendall(header + payload)
+                elif armed.what == "refuse":
+                    client.sendall(_error(seq + 1, armed.code, armed.message))
+                elif armed.what == "drop_before":
+                    break
+                else:
+                    # ProxySQL has it: the checker loses the connection before the answer
+                    cut.set()
+                    upstream.sendall(header + payload)
+                    time.sleep(0.05)
+                    break
+        except OSError:
+            pass
+        finally:
+            self._close(client, upstream)
+
+    def _answers(
+        self, upstream: socket.socket, client: socket.socket, cut: threading.Event
+    ) -> None:
+        try:
+            while True:
+                data = upstream.recv(CHUNK)
+                if not data or cut.is_set():
+                    break
+                if self.delay_s > 0:
+                    time.sleep(self.delay_s)
+                client.sendall(data)
+        except OSError:
+            pass
+        finally:
+            self._close(client, upstream)
+
+    def _close(self, *socks: socket.socket) -> None:
+        for sock in socks:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                sock.close()
+        with self._lock:
+            self._open.difference_update(socks)
+
+
+def _read_exact(sock: socket.socket, n: int) -> bytes | None:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def _error(seq: int, code: int, message: str) -> bytes:
+    payload = b"\xff" + struct.pack("<H", code) + b"#HY000" + message.encode()
+    return struct.pack("<I", len(payload))[:3] + bytes([seq & 0xFF]) + payload
