@@ -140,16 +140,24 @@ class Judge:
         self.violations: list[Violation] = []
         self.lock = threading.RLock()
         self._slow_admin = False
+        # holds whose staged rows may change (the checker acts late, not never)
+        self._unwatched: set[tuple[str, str]] = set()
 
     # -- events from the world -------------------------------------------------------------
 
     @_locked
-    def paused_after(self, cluster: str, at: float, why: str = "paused") -> None:
-        """The checker changes nothing from `at` on: paused, or blind."""
+    def paused_after(
+        self, cluster: str, at: float, why: str = "paused", *, watch_staging: bool = True
+    ) -> None:
+        """The checker changes nothing from `at` on: paused, or blind. Without
+        `watch_staging`, only the bounds wait (a checker starved of CPU may act, late)."""
         self._holding[cluster, why] = at
+        if not watch_staging:
+            self._unwatched.add((cluster, why))
 
     @_locked
     def resumed(self, cluster: str, at: float, why: str = "paused") -> None:
+        self._unwatched.discard((cluster, why))
         self._held.pop((cluster, why), None)
         self._holding.pop((cluster, why), None)
         self.hold(cluster, at)
@@ -315,7 +323,7 @@ class Judge:
         found = []
         now = frozenset(r for r in s.staged if r.hostgroup in spec.managed)
         for (cluster, why), (since, rows) in list(self._held.items()):
-            if cluster != spec.name:
+            if cluster != spec.name or (cluster, why) in self._unwatched:
                 continue
             self.checks += 1
             if now != rows:

@@ -80,6 +80,8 @@ FAULTS: tuple[FaultKind, ...] = (
     FaultKind("staged_edit", "load_edit", ("galera", "gr"), 2, (0.3, 3.0), node_level=False),
     # the checker loses its route to every node of the cluster at once: it must change nothing
     FaultKind("blind", "unblind", ("galera", "gr"), 1, (1.0, 5.0), node_level=False),
+    # the cluster's daemon short of CPU: stopped and continued every few tens of milliseconds
+    FaultKind("starve", "feed", ("galera", "gr"), 1, (1.0, 4.0), node_level=False),
     # ProxySQL's admin interface answers slowly (every answer held back)
     FaultKind("admin_slow", "admin_unslow", ("proxysql",), 2, (1.0, 4.0), node_level=False),
 )

@@ -140,6 +140,9 @@ class Daemon:
         # a daemon the world stops on purpose is not "dead"
         self.expected_down = False
         self.started_at = 0.0
+        # set while the world keeps the daemon short of CPU; when it last was (monotonic)
+        self.starving = threading.Event()
+        self.starved_until = 0.0
 
     def argv(self, *command: str) -> list[str]:
         return [sys.executable, "-m", self.module, "--config", str(self.config), *command]
@@ -171,6 +174,19 @@ class Daemon:
                 proc.kill()
                 proc.wait(5)
         return proc.returncode
+
+    def starve(self) -> None:
+        """Stop and continue the daemon while `starving` is set (run on a thread)."""
+        while self.starving.is_set():
+            proc = self.proc
+            if proc is None or proc.poll() is not None:
+                return
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGSTOP)
+                time.sleep(0.03)
+                proc.send_signal(signal.SIGCONT)
+            time.sleep(0.015)
+        self.starved_until = time.monotonic()
 
     def reload(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -452,6 +468,8 @@ class World:
             self._threads.append(thread)
         elif action in ("blind", "unblind"):
             self._blind(step, judge)
+        elif action in ("starve", "feed"):
+            self._starve(step, judge)
         elif action == "staged_edit":
             self._staged_edit(step, judge, rng)
         elif action == "load_edit":
@@ -590,6 +608,22 @@ class World:
             n for n, w in truth["nodes"].items() if w["writable"] and n not in writers
         )
         return rng.choice(candidates) if candidates else None
+
+    def _starve(self, step: Step, judge: Judge) -> None:
+        """The daemon of the cluster's kind runs at a fraction of a core: stopped 30 ms of every
+        45 until fed. Its passes are late by its own fault, never its nodes': bounds that need
+        it to act wait, and its lateness must never make a healthy node down (invariant 7)."""
+        daemon = self.daemons[self.kind_of(step.cluster)]
+        mine = [c.name for c in self.clusters if c.kind == daemon.kind]
+        if step.action == "feed":
+            daemon.starving.clear()
+            for name in mine:
+                judge.resumed(name, self.now(), why="starved")
+            return
+        for name in mine:
+            judge.paused_after(name, self.now(), why="starved", watch_staging=False)
+        daemon.starving.set()
+        threading.Thread(target=daemon.starve, name=f"starve-{daemon.kind}", daemon=True).start()
 
     def _admin_fault(self, step: Step, judge: Judge) -> None:
         """ProxySQL's admin interface failing the checker (admin_relay.py)."""
