@@ -260,7 +260,7 @@ def decide(
         memory=remembered,
         sight=sight,
         unloaded_memory=unloaded,
-        due=_due(remembered, sight.silent, cluster, interval_s, probe_wait_s),
+        due=_due(remembered, sight.silent, cluster, interval_s, probe_wait_s, now=now),
     )
 
 
@@ -270,18 +270,23 @@ def _due(
     cluster: ClusterSettings,
     interval_s: float,
     probe_wait_s: float = 0.0,
+    *,
+    now: float | None = None,
 ) -> dict[NodeAddress, float]:
     """A silent node's counters were not moved by this pass: asking it again at a time already
     past would only repeat the pass, so it waits for the cadence. A member silent for less than
     unresponsive_after_ms is asked again so that the pass, having waited for its probe
-    (`probe_wait_s`), decides when that time is up."""
+    (`probe_wait_s`), decides when that time is up: a routed one to take it out, one already
+    out (a writer moved on its first silence) for its eviction, which only the pass that finds
+    the time up starts (a pass of the cadence may come up to an interval later)."""
     found = {}
     for node, kept in memory.items():
         if node in silent:
             continue
         at = settles_at(kept, cluster.retry_up, cluster.retry_down, interval_s)
         out_at = unresponsive_at(kept, cluster)
-        if kept.routable and out_at is not None:
+        coming = out_at is not None and now is not None and out_at > now
+        if out_at is not None and (kept.routable or coming):
             up = out_at - probe_wait_s
             at = up if at is None else min(at, up)
         if at is not None:

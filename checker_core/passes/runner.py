@@ -278,9 +278,15 @@ class PassRunner:
     # ------------------------------------------------------------ the steps, in order
 
     def _silent_probe_wait_s(self) -> float:
-        """How long a pass waits for the probe of a node that does not answer."""
+        """The least a pass waits for the probe of a node that does not answer: a question on
+        an open connection waits the read timeout, a new connection the connect timeout (a
+        frozen mysqld's kernel completes the handshake; its greeting never comes). The pass
+        that decides when a silence reaches unresponsive_after_ms starts that much before it:
+        a longer wait is cut at that moment anyway, a shorter one would end before it and
+        leave the decision to the next pass of the cadence."""
         monitor, run = self.settings.monitor, self.settings.run
-        return min(run.probe_budget_ms, monitor.connect_timeout_ms + monitor.read_timeout_ms) / 1000
+        shortest = min(monitor.connect_timeout_ms, monitor.read_timeout_ms)
+        return min(run.probe_budget_ms, shortest) / 1000
 
     def _pinned(self, cluster: ClusterSettings) -> ClusterSettings:
         """The cluster with the writer an operator pinned (`pin`), unless its settings name

@@ -6,6 +6,7 @@ within the time, or that is silent only to the checker, is never evicted."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import threading
 import time
@@ -29,7 +30,17 @@ from galera_checker.actions import CAUSAL_READ, EVICT_SQL, GaleraActions
 from galera_checker.eviction import CausalRead, ReadOutcome, stalled_on, unresponsive_members
 from galera_checker.policy import GaleraPolicy
 from tests.unit.fakes import HealthyProber
-from tests.unit.galera_cases import N1, N2, N3, cluster_settings, probe_ok, rows_of, steady
+from tests.unit.galera_cases import (
+    HG,
+    N1,
+    N2,
+    N3,
+    cluster_settings,
+    placed,
+    probe_ok,
+    rows_of,
+    steady,
+)
 
 ROSTER = (N1, N2, N3)
 UUID = {N1: "u-1", N2: "u-2", N3: "u-3"}
@@ -713,3 +724,57 @@ def test_reads_that_proved_nothing_are_asked_again_by_the_next_pass(tmp_path: Pa
     galera.latency_s = {N2: math.inf, N3: math.inf}
     galera.now += 1.0
     assert scheduler(actions, after(tmp_path, 2.5, now=201.0)).evictions == 1
+
+
+def test_a_member_already_out_is_asked_again_when_its_silence_reaches_the_time() -> None:
+    """A writer moved away on its first silence is out of every hostgroup: its eviction is
+    still decided by the pass that finds its silence at the threshold, so that pass is due
+    then, not at the next tick of the cadence; past the threshold, nothing more is due."""
+    cluster = cluster_settings(retry_down=3, unresponsive_after_ms=1000)
+    n2 = [placed(N2, HG.writer), placed(N2, HG.reader), placed(N3, HG.reader)]
+    view = view_of(rows_of([*n2, placed(N3, HG.backup_writer)]), cluster)
+    probes = {N1: silent(N1), N2: alive(N2), N3: alive(N3)}
+    made = functools.partial(
+        decide,
+        GaleraPolicy(),
+        view,
+        probes,
+        cluster=cluster,
+        in_use={},
+        interval_s=2.0,
+        probe_wait_s=0.09,
+    )
+    first = made(memory={}, now=100.0)
+    assert not first.memory[N1].routable
+    assert first.due[N1] == pytest.approx(100.91)
+    past = made(memory=first.memory, now=101.0)
+    assert N1 not in past.due
+
+
+def test_the_pass_that_decides_starts_by_the_shortest_wait_for_a_silent_probe(
+    tmp_path: Path,
+) -> None:
+    """A probe of a frozen node on an open connection gives up at the read timeout (here 0.3
+    s, the connect timeout 0.5 s): the pass that decides starts 0.3 s before the silence
+    reaches the time, so that its wait ends at that moment, not before it."""
+    from checker_core.passes.result import Mode
+    from tests.unit.config_cases import galera_runner, galera_settings
+    from tests.unit.fakes import MemoryAdmin, ports
+    from tests.unit.galera_cases import templates
+
+    now = [90.0]
+    prober = SilentWriter(500.0)
+    settings = galera_settings(tmp_path)
+    monitor = replace(settings.monitor, connect_timeout_ms=500, read_timeout_ms=300)
+    cluster = replace(settings.clusters[0], unresponsive_after_ms=1000, retry_down=3)
+    settings = replace(settings, clusters=(cluster,), monitor=monitor)
+    admin = MemoryAdmin([*templates(), *steady(N1)])
+    runner = galera_runner(
+        tmp_path, settings=settings, **ports(admin, prober, clock=lambda: now[0])
+    )
+    runner.run(cluster, Mode.APPLY)
+    prober.silent = True
+    now[0] = 100.0
+    found = runner.run(cluster, Mode.APPLY)
+    assert found.decision is not None and found.decision.memory[N1].silent_since == 99.5
+    assert found.decision.due[N1] == pytest.approx(100.2)
