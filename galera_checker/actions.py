@@ -13,7 +13,7 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     import pymysql
 
+    from checker_core.core.hysteresis import NodeMemory
     from checker_core.core.settings import Endpoint
     from checker_core.edges.memory import StateStore
     from galera_checker.eviction import CausalRead, Clearing, Eviction
@@ -67,6 +68,7 @@ class ClusterMemory:
     them for what is decided."""
 
     __slots__ = (
+        "early",
         "finished",
         "job",
         "job_s",
@@ -93,6 +95,9 @@ class ClusterMemory:
         self.lock = threading.Lock()
         # a scheduler pass's evictions left for after it, once its lock is released (finish)
         self.later: _Later | None = None
+        # a daemon's causal reads on the survivors of a member silent for less than
+        # unresponsive_after_ms, started so that the proof is ready when the time is up
+        self.early: EarlyReads | None = None
 
     def busy(self) -> bool:
         return self.job is not None and self.job.is_alive()
@@ -184,7 +189,9 @@ class _Calls:
         except Exception as exc:  # asked again by the next pass
             return None, describe_error(exc)
 
-    def evict(self, eviction: Eviction, wait_s: float, normal: str) -> _Evicted:
+    def evict(
+        self, eviction: Eviction, wait_s: float, normal: str, early: EarlyReads | None = None
+    ) -> _Evicted:
         from checker_core.edges.node_admin import NoNodeAdmin
         from galera_checker.eviction import ReadOutcome, member_to_evict, stalled_on
 
@@ -198,7 +205,13 @@ class _Calls:
                 if uuid is None:
                     return _Evicted()  # not in the survivors' view: nothing to evict
                 if eviction.unresponsive:
-                    reads = self.causal_reads((survivor, *eviction.others), wait_s)
+                    asked = (survivor, *eviction.others)
+                    if early is not None and set(early.nodes) == set(asked):
+                        # started while the silence was under the threshold: each is judged
+                        # on the stall it measured itself, at least wait_s of its own
+                        reads = early.judge(wait_s, self.deadline)
+                    else:
+                        reads = self.causal_reads(asked, wait_s)
                     stall = stalled_on(reads, eviction.view)
                     waited = f"stall wait {wait_s * 1000:.0f} ms, {normal}"
                     if not stall.proven:
@@ -261,9 +274,12 @@ class _Calls:
         late = CausalRead(ReadOutcome.UNKNOWN, why="not done by its deadline")
         return {n: reads.get(n, late) for n in nodes}
 
-    def causal_read(self, node: NodeAddress, wait_s: float) -> CausalRead:
+    def causal_read(
+        self, node: NodeAddress, wait_s: float, begun: Callable[[float], None] | None = None
+    ) -> CausalRead:
         """How a causal read on `node` went: answered (ms), stalled (waited out `wait_s`), or
-        unknown when it never ran (no connection, a statement that failed otherwise)."""
+        unknown when it never ran (no connection, a statement that failed otherwise). `begun`
+        is told when the read itself was asked (monotonic)."""
         from galera_checker.eviction import CausalRead, ReadOutcome
 
         try:
@@ -271,6 +287,8 @@ class _Calls:
                 with conn.cursor() as cur:
                     cur.execute(CAUSAL_READ[0])
                 started = self.monotonic()
+                if begun is not None:
+                    begun(started)
                 try:
                     with conn.cursor() as cur:
                         cur.execute(CAUSAL_READ[1])
@@ -312,6 +330,73 @@ class _Evicted:
     settled: bool = True
 
 
+class EarlyReads:
+    """Causal reads on the survivors of a member silent for less than unresponsive_after_ms,
+    asked by the daemon's pass that found it silent, each on a thread of its own and allowed
+    to wait until past the time the silence reaches the threshold: the eviction decided then
+    judges them at once instead of asking new ones and waiting the stall wait. They decide
+    nothing by themselves: only a pass that finds the member silent for the whole configured
+    time starts an eviction, and one that finds it answering drops them. Each read is judged
+    on what it measured itself (judge): never on when the pass came."""
+
+    def __init__(
+        self, calls: _Calls, node: NodeAddress, since: float, nodes: Sequence[NodeAddress]
+    ) -> None:
+        self.node, self.since, self.nodes = node, since, tuple(nodes)
+        self.monotonic = calls.monotonic
+        self._begun: dict[NodeAddress, float] = {}
+        self._ended: dict[NodeAddress, CausalRead] = {}
+        self._changed = threading.Condition()
+        wait_s = max(0.0, calls.left())
+        for n in self.nodes:
+            thread = threading.Thread(
+                target=self._ask, args=(calls, n, wait_s), name=f"early read {n}", daemon=True
+            )
+            thread.start()
+
+    def _ask(self, calls: _Calls, node: NodeAddress, wait_s: float) -> None:
+        def begun(at: float) -> None:
+            with self._changed:
+                self._begun[node] = at
+                self._changed.notify_all()
+
+        read = calls.causal_read(node, wait_s, begun)
+        with self._changed:
+            self._ended[node] = read
+            self._changed.notify_all()
+
+    def judge(self, wait_s: float, deadline: float) -> dict[NodeAddress, CausalRead]:
+        """Each read as it stands once it is over or has waited `wait_s` of its own (by
+        `deadline` at the latest): answered (its ms), unknown (it never ran), stalled for the
+        time it measured itself (at least `wait_s`). One not begun or not long enough under
+        way by the deadline is unknown."""
+        from galera_checker.eviction import CausalRead, ReadOutcome
+
+        with self._changed:
+            while True:
+                now = self.monotonic()
+                found: dict[NodeAddress, CausalRead] = {}
+                wake: list[float] = []
+                for n in self.nodes:
+                    ended, begun = self._ended.get(n), self._begun.get(n)
+                    if ended is not None and (
+                        ended.outcome is not ReadOutcome.STALLED or (ended.ms or 0) >= wait_s * 1000
+                    ):
+                        found[n] = ended
+                    elif ended is not None:  # it gave up before the stall wait: no proof
+                        found[n] = CausalRead(ReadOutcome.UNKNOWN, why="timed out too soon")
+                    elif begun is not None and now - begun >= wait_s:
+                        found[n] = CausalRead(ReadOutcome.STALLED, (now - begun) * 1000)
+                    elif begun is not None:
+                        wake.append(begun + wait_s)
+                if len(found) == len(self.nodes):
+                    return found
+                if now >= deadline:
+                    late = CausalRead(ReadOutcome.UNKNOWN, why="not done by its deadline")
+                    return {n: found.get(n, late) for n in self.nodes}
+                self._changed.wait(max(0.001, min([deadline, *wake]) - now))
+
+
 def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
     # loaded by the first pass that may evict: the scheduler's usual pass imports neither
     from galera_checker.eviction import (
@@ -351,6 +436,8 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
         now=calls.monotonic(),
         after_ms=options.unresponsive_after_ms,
     )
+    if after.persistent and after.acting:
+        _early(calls, memory, after, wanted, known=known, writers=writers)
     evicted = after.store.evicted(cluster)  # what this checker evicted, and which node
     stuck = stranded(after.probes, roster, evicted)
     said: list[str] = [
@@ -403,7 +490,13 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
             if not memory.busy():
                 memory.tried[node] = now
                 lock_path = after.store.evict_lock_path(cluster)
-                _off_pass(calls, memory, ((eviction, wait_s, normal),), lock_path)
+                early, memory.early = memory.early, None
+                if early is not None and (early.node, early.since) != (
+                    node,
+                    _since(after.decision.memory, node),
+                ):
+                    early = None
+                _off_pass(calls, memory, ((eviction, wait_s, normal),), lock_path, early)
                 said.append(
                     f"eviction of {node} under way: the survivors' causal reads asked off the "
                     f"pass (stall wait {wait_s * 1000:.0f} ms, {normal})"
@@ -487,7 +580,64 @@ def _leave_for_later(calls: _Calls, memory: ClusterMemory, after: AfterPass, wor
     memory.later = _Later(calls, after.store, path, (*earlier, work))
 
 
-def _off_pass(calls: _Calls, memory: ClusterMemory, work: Sequence[Work], lock_path: Path) -> None:
+def _early(
+    calls: _Calls,
+    memory: ClusterMemory,
+    after: AfterPass,
+    wanted: Sequence[Eviction],
+    *,
+    known: Mapping[NodeAddress, str],
+    writers: Collection[NodeAddress],
+) -> None:
+    """A daemon's early causal reads: asked on the survivors of a member silent for less than
+    unresponsive_after_ms (one at a time per cluster), each allowed to wait until the stall
+    wait is over past the moment the silence reaches the threshold; dropped once the member
+    answers (or is no longer silent for the same silence)."""
+    from galera_checker.eviction import stall_wait, unresponsive_members
+
+    options = after.cluster
+    memory_of = after.decision.memory
+    now = calls.monotonic()
+    soon = unresponsive_members(
+        after.probes,
+        after.decision.roster.addresses,
+        memory_of,
+        known,
+        writers,
+        now=now,
+        after_ms=options.unresponsive_after_ms,
+        before=True,
+    )
+    early = memory.early
+    going = {(e.node, _since(memory_of, e.node)) for e in (*soon, *wanted)}
+    if early is not None and (early.node, early.since) not in going:
+        memory.early = early = None  # it answered: the reads prove nothing about it now
+    if early is not None or memory.busy():
+        return
+    for eviction in soon:
+        since = _since(memory_of, eviction.node)
+        if not eviction.allowed or since is None:
+            continue
+        wait_s, _ = stall_wait(memory.normal_ms())
+        deadline = since + options.unresponsive_after_ms / 1000 + wait_s + OFF_PASS_SLACK_S
+        own = _Calls(calls.connect, calls.monotonic, calls.account, deadline)
+        asked = (eviction.survivor, *eviction.others)
+        memory.early = EarlyReads(own, eviction.node, since, asked)
+        return
+
+
+def _since(memory: Mapping[NodeAddress, NodeMemory], node: NodeAddress) -> float | None:
+    kept = memory.get(node)
+    return kept.silent_since if kept is not None else None
+
+
+def _off_pass(
+    calls: _Calls,
+    memory: ClusterMemory,
+    work: Sequence[Work],
+    lock_path: Path,
+    early: EarlyReads | None = None,
+) -> None:
     """Evictions on a thread of their own, one after the other, each with a deadline of its
     own, under the cluster's eviction lock: a daemon's next pass, or a scheduler process's
     finish, reports them. Another process holding the lock (its own eviction of the cluster
@@ -503,7 +653,7 @@ def _off_pass(calls: _Calls, memory: ClusterMemory, work: Sequence[Work], lock_p
                     for eviction, wait_s, normal in work:
                         deadline = calls.monotonic() + wait_s + OFF_PASS_SLACK_S
                         own = _Calls(calls.connect, calls.monotonic, calls.account, deadline)
-                        went.append((eviction, own.evict(eviction, wait_s, normal)))
+                        went.append((eviction, own.evict(eviction, wait_s, normal, early)))
                 else:
                     why = f"another process holds {lock_path}, its own eviction under way"
                     went = [(e, _Evicted(settled=False)) for e, _, _ in work]

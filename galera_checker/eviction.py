@@ -149,10 +149,13 @@ def unresponsive_members(
     *,
     now: float,
     after_ms: int,
+    before: bool = False,
 ) -> tuple[Eviction, ...]:
     """The roster's members silent for `after_ms` or more (memory's silent_since, monotonic
     `now`), each to evict through the survivors in the Primary component once they are seen
-    stalled on it, or withheld with the reason. No survivor: nothing said."""
+    stalled on it, or withheld with the reason. No survivor: nothing said. `before`: the
+    members silent for less than `after_ms` instead, whose survivors' causal reads may start
+    now so that the proof is ready when the time is up (nothing is evicted on them before)."""
     through = _through(probes, roster, writers) if after_ms > 0 else None
     if through is None:
         return ()
@@ -166,7 +169,7 @@ def unresponsive_members(
         if probe.how_failed not in STILL_SILENT:
             continue
         silent_ms = (now - kept.silent_since) * 1000
-        if silent_ms < after_ms:
+        if (silent_ms < after_ms) is not before:
             continue
         uuid = known.get(node)
         why = withheld
