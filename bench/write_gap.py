@@ -61,6 +61,8 @@ from bench.gap_faults import (
     gr_cluster,
     reader_of,
 )
+from bench.gap_timeline import ViewSeen, ViewWatch
+from bench.gap_timeline import write as write_timeline
 from bench.gap_traffic import TABLES, Sample, Sampler, Statement, Table, Writer
 from checker_core.core.model import ServerRow
 from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
@@ -248,6 +250,8 @@ class Observed:
     samples: tuple[Sample, ...]
     fault_at: float
     cpu_pct: float
+    views: tuple[ViewSeen, ...] = ()  # --timeline: the survivors' own views
+    wall_minus_mono: float = 0.0
 
 
 def converge(proxysql: ProxySQLLab, cluster: Cluster, child: subprocess.Popen[bytes]) -> None:
@@ -289,7 +293,13 @@ class RunEnd:
 
 
 def observe(
-    proxysql: ProxySQLLab, case: Case, faulted: FaultRun, pid: int, run_id: str
+    proxysql: ProxySQLLab,
+    case: Case,
+    faulted: FaultRun,
+    pid: int,
+    run_id: str,
+    *,
+    views: ViewWatch | None = None,
 ) -> Observed:
     mysql_port = proxysql.mysql_port
     assert mysql_port is not None
@@ -297,11 +307,14 @@ def observe(
     sampler = Sampler(proxysql.connect, HG.writer)
     sampler.start()
     writer.start()
-    fault_at = 0.0
+    if views is not None:
+        views.start()
+    fault_at = offset = 0.0
     try:
         wait_until(lambda: any(s.code == 0 for s in list(writer.statements)), FIRST_ACK_TIMEOUT_S,
                    "a first acknowledged write through ProxySQL")  # fmt: skip
         cpu = cpu_percent(pid, max(CPU_WINDOW_MIN_S, 2 * case.interval_ms / 1000))
+        offset = time.time() - time.monotonic()
         fault_at = time.monotonic()
         case.fault.inject(faulted)
         with contextlib.suppress(LabError):
@@ -310,10 +323,14 @@ def observe(
     finally:
         writer.stop()
         sampler.stop()
+        if views is not None:
+            views.stop()
+            views.join()
         case.fault.undo(faulted)
         writer.join()
         sampler.join()
-    return Observed(tuple(writer.statements), tuple(sampler.samples), fault_at, cpu)
+    seen = tuple(views.seen) if views is not None else ()
+    return Observed(tuple(writer.statements), tuple(sampler.samples), fault_at, cpu, seen, offset)
 
 
 def stored(cluster: Cluster, n: int, run_id: str, table: Table) -> dict[int, int]:
@@ -382,7 +399,9 @@ def evictions_cleared(cluster: Cluster) -> bool:
     return True
 
 
-def run_once(proxysql: ProxySQLLab, cluster: Cluster, case: Case, k: int) -> RunRecord:
+def run_once(
+    proxysql: ProxySQLLab, cluster: Cluster, case: Case, k: int, timeline: bool = False
+) -> RunRecord:
     fault, variant, interval_ms = case.fault, case.variant, case.interval_ms
     cluster.lab.ensure_healthy()
     evicting = variant in ("evict", "unresponsive")
@@ -399,7 +418,11 @@ def run_once(proxysql: ProxySQLLab, cluster: Cluster, case: Case, k: int) -> Run
     faulted = FaultRun(cluster, config, checker_env(), victim, target, logs)
     with daemon(cluster, config, logs) as child:
         converge(proxysql, cluster, child)
-        seen = observe(proxysql, case, faulted, child.pid, run_id)
+        views = None
+        if timeline:
+            survivors = [n for n in cluster.ports if n != victim]
+            views = ViewWatch(lambda n: cluster.lab._connect(n, 2.0), survivors)
+        seen = observe(proxysql, case, faulted, child.pid, run_id, views=views)
         if variant == "unresponsive" and fault.frozen:
             # evicted while frozen, a woken member stays out until it is restarted
             cluster.lab.kill(victim)
@@ -410,6 +433,18 @@ def run_once(proxysql: ProxySQLLab, cluster: Cluster, case: Case, k: int) -> Run
             wait_until(lambda: evictions_cleared(cluster), CONVERGE_TIMEOUT_S, "entries cleared")
     cluster.lab.ensure_healthy()
     moved, first_new, gap, acknowledged, lost = figures(cluster, faulted, seen, run_id, case.table)
+    if timeline:
+        survivor = next(n for n in cluster.ports if n != victim)
+        nodes = stored(cluster, survivor, run_id, case.table)
+        write_timeline(
+            logs,
+            fault_at=seen.fault_at,
+            wall_minus_mono=seen.wall_minus_mono,
+            views=seen.views,
+            statements=seen.statements,
+            samples=seen.samples,
+            nodes=nodes,
+        )
     failed = Counter(str(s.code) for s in seen.statements if s.code != 0)
     return RunRecord(
         cluster=cluster.name,
@@ -571,6 +606,11 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--record", type=Path, help="append each run's figures (JSON lines)")
     parser.add_argument("--from", dest="source", type=Path, help="print recorded runs only")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="keep each run's timeline (the survivors' views polled every 5 ms) in its log dir",
+    )
     return parser.parse_args(argv)
 
 
@@ -626,7 +666,7 @@ def main(argv: Sequence[str]) -> int:
               f"{len(todo)} cells x {args.runs} runs", flush=True)  # fmt: skip
         for case in todo:
             for k in range(args.runs):
-                record = run_once(proxysql, cluster, case, k)
+                record = run_once(proxysql, cluster, case, k, args.timeline)
                 records.append(record)
                 print(json.dumps(asdict(record)), flush=True)
                 if args.record is not None:
