@@ -59,16 +59,31 @@ MODES = {
     "all": "every survivor at once (in parallel)",
     "seq": "one survivor, then the other on a new connection as soon as the first returned",
     "view": "one survivor, then the other once the first survivor's view dropped the member",
+    "low": "as seq, the survivor of the lowest gcomm uuid first",
 }
 
 
-def trial(lab: GaleraLab, victim: int, mode: str, after_s: float) -> dict[str, float]:
+def causal_read(lab: GaleraLab, node: int) -> None:
+    """A causal read left waiting (as the checker's early reads are) until the group delivers."""
+    conn = lab._connect(node, 10.0)
+    with contextlib.suppress(Exception), conn.cursor() as cur:
+        cur.execute("SET SESSION wsrep_sync_wait = 1")
+        cur.execute("SELECT 1")
+    conn.close()
+
+
+def trial(
+    lab: GaleraLab, victim: int, mode: str, after_s: float, reads_at: float | None = None
+) -> dict[str, float]:
     """Seconds from the evict sent to each survivor's size 2, and to the first commit after."""
     lab.ensure_healthy()
     survivors = [n for n in (1, 2, 3) if n != victim]
     for n in (1, 2, 3):
         lab.sql(n, EVICT_SQL, ("evs.evict=",))
     [(_, uuid)] = lab.sql(victim, "SHOW GLOBAL STATUS LIKE 'wsrep_gcomm_uuid'")
+    if mode == "low":
+        ids = {n: lab.sql(n, "SHOW GLOBAL STATUS LIKE 'wsrep_gcomm_uuid'")[0][1] for n in survivors}
+        survivors.sort(key=lambda n: str(ids[n]))
     conns = {n: lab._connect(n, 10.0) for n in survivors}
     told = [lab._connect(n, 10.0) for n in (survivors if mode == "all" else survivors[:1])]
     committer = Committer(lab, survivors[0])
@@ -76,6 +91,10 @@ def trial(lab: GaleraLab, victim: int, mode: str, after_s: float) -> dict[str, f
     time.sleep(0.3)  # the client commits steadily before the freeze
     lab.freeze(victim)
     frozen_at = time.monotonic()
+    if reads_at is not None:
+        time.sleep(reads_at)
+        for n in survivors:
+            threading.Thread(target=causal_read, args=(lab, n), daemon=True).start()
     time.sleep(max(0.0, frozen_at + after_s - time.monotonic()))
     sent: dict[int, tuple[float, float]] = {}
 
@@ -94,7 +113,7 @@ def trial(lab: GaleraLab, victim: int, mode: str, after_s: float) -> dict[str, f
             own.close()
         evict(1, lab._connect(survivors[1], 10.0))
 
-    if mode in ("seq", "view"):
+    if mode in ("seq", "view", "low"):
         threads = [threading.Thread(target=then_other)]
     else:
         threads = [threading.Thread(target=evict, args=(i, c)) for i, c in enumerate(told)]
@@ -138,6 +157,9 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--victim", type=int, default=1)
     parser.add_argument("--suspect-timeout-s", type=int, default=5)
     parser.add_argument("--modes", default="one,all", help=", ".join(MODES))
+    parser.add_argument(
+        "--reads-at-s", type=float, help="causal reads left waiting on the survivors from then"
+    )
     args = parser.parse_args(argv)
     lab = GaleraLab(suspect_timeout_s=args.suspect_timeout_s)
     lab.ensure_healthy()
@@ -147,7 +169,10 @@ def main(argv: Sequence[str]) -> int:
     )
     try:
         for mode in args.modes.split(","):
-            rows = [trial(lab, args.victim, mode, args.after_s) for _ in range(args.trials)]
+            rows = [
+                trial(lab, args.victim, mode, args.after_s, args.reads_at_s)
+                for _ in range(args.trials)
+            ]
             print(f"evict sent to {MODES[mode]}:")
             for row in rows:
                 print("  " + ", ".join(f"{k} {v:.3f}" for k, v in row.items()), flush=True)

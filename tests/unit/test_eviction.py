@@ -559,3 +559,28 @@ def test_status_and_metrics_show_a_node_that_needs_a_restart() -> None:
         if s.name == gauge
     }
     assert samples == {str(N1): 1.0, str(N2): 0.0, str(N3): 0.0}
+
+
+@pytest.mark.parametrize(
+    ("uuids", "writers", "first", "then"),
+    [
+        ({N2: "9f-b", N3: "27-a"}, (N2,), N3, (N2,)),  # the lowest uuid, not the writer
+        ({N2: "27-a", N3: "9f-b"}, (N3,), N2, (N3,)),
+        ({N2: "9f-b", N3: None}, (N3,), N3, (N2,)),  # a uuid unsaid: the writer first
+    ],
+    ids=["lowest-not-writer", "lowest-is-reader", "unsaid"],
+)
+def test_the_survivor_that_leads_the_next_view_is_told_first(
+    uuids: dict[NodeAddress, str | None],
+    writers: tuple[NodeAddress, ...],
+    first: NodeAddress,
+    then: tuple[NodeAddress, ...],
+) -> None:
+    """Galera's member of the lowest gcomm uuid leads the next view: told first, the survivors
+    drop the member at once; told after another survivor, about 0.5 s later (measured on the
+    lab: docs/eviction.md)."""
+    probes = {N1: refused(N1)}
+    for node, uuid in uuids.items():
+        probes[node] = probe_ok(node, **({"wsrep_gcomm_uuid": uuid} if uuid else {}))
+    (found,) = evictions(probes, ROSTER, {**UUID}, writers=writers)
+    assert (found.survivor, found.others) == (first, then)
