@@ -35,6 +35,7 @@ import contextlib
 import itertools
 import json
 import os
+import random
 import shutil
 import signal
 import statistics
@@ -43,7 +44,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pymysql
@@ -100,6 +101,8 @@ class Case:
     interval_ms: int
     table: Table
     drain_timeout_ms: int | None = None  # None: the checker's default
+    # the daemon logs every node's verdict (a random run judges them: judged_down_elsewhere)
+    node_lines: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,10 @@ class RunRecord:
     cpu_pct: float
     client: str = "plain"  # the table the client wrote to (runs recorded before: plain)
     drain_timeout_ms: int | None = None
+    # nodes the fault did not touch that a pass judged down for their silence (must be 0), and
+    # tracebacks in the daemon's log (must be 0); counted when the daemon logs node lines
+    healthy_down: int = 0
+    tracebacks: int = 0
 
 
 # --- ProxySQL -------------------------------------------------------------------------------------
@@ -186,6 +193,8 @@ def write_config(proxysql: ProxySQLLab, cluster: Cluster, case: Case, where: Pat
     }
     if variant == "floor":
         run["watch_interval_ms"] = 0
+    if case.node_lines:
+        run["log_level"] = "debug"
     timeouts = (min(300, max_runtime_ms // 2), min(500, max_runtime_ms // 2))
     extra: dict[str, object] = {}
     if variant == "evict":
@@ -446,6 +455,7 @@ def run_once(
             nodes=nodes,
         )
     failed = Counter(str(s.code) for s in seen.statements if s.code != 0)
+    log = (logs / "daemon.log").read_text(errors="replace")
     return RunRecord(
         cluster=cluster.name,
         fault=fault.name,
@@ -462,7 +472,27 @@ def run_once(
         cpu_pct=seen.cpu_pct,
         client=case.table.client,
         drain_timeout_ms=case.drain_timeout_ms,
+        healthy_down=len(judged_down_elsewhere(log, cluster.ports[victim])),
+        tracebacks=log.count("Traceback"),
     )
+
+
+def judged_down_elsewhere(log: str, victim_port: int) -> set[str]:
+    """Nodes other than the fault's victim that a pass judged down for no answer: the checker's
+    own lateness taken for the node's (issue 38). From the daemon's node lines (debug level)."""
+    found = set()
+    for line in log.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or record.get("event") != "node":
+            continue
+        node = str(record.get("node"))
+        silent = "unreachable" in str(record.get("reason"))
+        if record.get("verdict") == "down" and silent and not node.endswith(f":{victim_port}"):
+            found.add(node)
+    return found
 
 
 # --- the labs -------------------------------------------------------------------------------------
@@ -607,6 +637,13 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--from", dest="source", type=Path, help="print recorded runs only")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument(
+        "--random",
+        type=int,
+        default=0,
+        help="N runs of cells drawn from --faults/--variants/--interval-ms by --seed, one each",
+    )
+    parser.add_argument("--seed", type=int, default=7, help="the draw of --random")
+    parser.add_argument(
         "--timeline",
         action="store_true",
         help="keep each run's timeline (the survivors' views polled every 5 ms) in its log dir",
@@ -652,6 +689,14 @@ def main(argv: Sequence[str]) -> int:
         print("write_gap: skipped: PROXYSQL_BIN is not set (this bench needs a real ProxySQL)")
         return 0
     todo = plan(args)
+    runs = args.runs
+    if args.random:
+        # a random run: cells drawn by the seed, one run each, every node's verdict logged
+        draw = random.Random(args.seed)
+        todo = [replace(draw.choice(todo), node_lines=True) for _ in range(args.random)]
+        print("random run, seed", args.seed, ":", ", ".join(
+            f"{c.fault.name}/{c.variant}/{c.interval_ms}" for c in todo), flush=True)  # fmt: skip
+        runs = 1
     # a SIGTERM (timeout(1), a human) unwinds through the blocks that stop what the bench started
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(f"write_gap: signal {signum}"))
     if args.cluster == "gr":
@@ -663,9 +708,9 @@ def main(argv: Sequence[str]) -> int:
     records: list[RunRecord] = []
     with labs(cluster) as proxysql:
         print(f"{cluster.name}: ProxySQL {proxysql.status().version}, "
-              f"{len(todo)} cells x {args.runs} runs", flush=True)  # fmt: skip
+              f"{len(todo)} cells x {runs} runs", flush=True)  # fmt: skip
         for case in todo:
-            for k in range(args.runs):
+            for k in range(runs):
                 record = run_once(proxysql, cluster, case, k, args.timeline)
                 records.append(record)
                 print(json.dumps(asdict(record)), flush=True)
@@ -673,6 +718,12 @@ def main(argv: Sequence[str]) -> int:
                     with args.record.open("a") as out:
                         out.write(json.dumps(asdict(record)) + "\n")
     print(render(table_rows(records), args.markdown))
+    if args.random:
+        down = sum(r.healthy_down for r in records)
+        tracebacks = sum(r.tracebacks for r in records)
+        print(f"random run, seed {args.seed}: {len(records)} faults; healthy nodes judged down "
+              f"{down}; tracebacks {tracebacks}; every evicting run ended with the members' "
+              "eviction lists empty (the run waits for it)", flush=True)  # fmt: skip
     return 0
 
 
