@@ -102,7 +102,8 @@ def _line(result: RunResult) -> str:
     done = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
     return (
         f"seed {result.seed}: {result.seconds:.0f} s, {result.faults_done} faults and actions "
-        f"({done}; {result.skipped} steps refused by the world), {result.checks} checks, "
+        f"({done}; {result.skipped} steps refused by the world; "
+        f"{len(result.admin_faults)} admin faults met their statement), {result.checks} checks, "
         f"{result.samples} samples, "
         f"{len(result.violations)} violations"
     )

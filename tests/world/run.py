@@ -89,6 +89,8 @@ def run(
         result.samples = observer.samples
         result.seconds = world.now()
         result.outcomes = list(world.outcomes)
+        if world.relay is not None:
+            result.admin_faults = list(world.relay.done)
         for error in observer.errors[:5]:
             say(f"observer: {error}")
     return result

@@ -112,6 +112,8 @@ class RunResult:
     steps_done: int = 0
     faults_done: int = 0
     skipped: int = 0  # steps the world refused (and heals of refused faults)
+    # the admin relay's faults that met their statement (an armed one lapses unmet)
+    admin_faults: list[tuple[float, str, str]] = field(default_factory=list)
     checks: int = 0
     samples: int = 0
     seconds: float = 0.0
