@@ -89,6 +89,9 @@ FAULTS: tuple[FaultKind, ...] = (
 # operator actions and checker events that have no heal
 OPERATOR: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ("switchover", ("galera", "gr"), 2),
+    # two commands at once on the same cluster: two switchovers, a switchover and a pass
+    ("two_switchovers", ("galera", "gr"), 1),
+    ("switchover_and_pass", ("galera", "gr"), 1),
     ("scheduler_pass", ("galera", "gr"), 2),
     ("dry_run", ("galera", "gr"), 2),
     ("reload", ("galera", "gr"), 1),

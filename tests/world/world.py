@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -463,11 +463,12 @@ class World:
             self._admin_fault(step, judge)
             return True
         elif action in ("pause", "resume", "switchover", "scheduler_pass", "dry_run"):
-            thread = threading.Thread(
-                target=self._command, args=(step, judge, rng), name=f"step-{step.number}"
-            )
-            thread.start()
-            self._threads.append(thread)
+            self._in_thread(step, judge, rng)
+        elif action in ("two_switchovers", "switchover_and_pass"):
+            # both started together: each command takes its own view of the cluster
+            second = "switchover" if action == "two_switchovers" else "scheduler_pass"
+            self._in_thread(replace(step, action="switchover"), judge, rng)
+            self._in_thread(replace(step, action=second), judge, rng)
         elif action in ("blind", "unblind"):
             self._blind(step, judge)
         elif action in ("starve", "feed"):
@@ -484,6 +485,13 @@ class World:
         else:
             raise ValueError(f"unknown action {action}")
         return True
+
+    def _in_thread(self, step: Step, judge: Judge, rng: random.Random) -> None:
+        thread = threading.Thread(
+            target=self._command, args=(step, judge, rng), name=f"step-{step.number}"
+        )
+        thread.start()
+        self._threads.append(thread)
 
     def _node(self, step: Step) -> bool:
         assert self.sim is not None and step.node is not None
