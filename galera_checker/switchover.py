@@ -173,6 +173,11 @@ def _move(
             ran = True
             say(summary(result))
         if result.outcome in (Outcome.FAILED, Outcome.BAD_INPUT):
+            # the pin is the operator's word, kept: a daemon's next pass may well finish the move
+            say(
+                f"cluster {cluster.name}: switchover to {target}: its pass failed; the pin "
+                "stays and the next passes go on with it (switchover --release drops it)"
+            )
             return result.outcome.exit_code
         if result.moved_to(target):
             say(f"cluster {cluster.name}: switchover to {target} done")

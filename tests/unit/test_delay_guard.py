@@ -364,3 +364,25 @@ def test_no_switchover_path_changes_a_proxysql_variable(
         (tmp_path / "state").glob("*.auto_increment_delay")
     ), "nothing recorded"
     assert fake.live[AUTO_INCREMENT_DELAY] == fake.staged[AUTO_INCREMENT_DELAY] == "5"
+
+
+def test_a_switchover_whose_pass_fails_says_its_pin_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A LOAD refused under the switchover: it exits 1 and says the pin stays, so the operator
+    knows the next passes (a daemon's) go on with the move, and how to drop it."""
+    from galera_checker import switchover as move
+    from tests.unit.config_cases import galera_kind
+
+    fake = VariablesAdmin()
+    fake.fail = ["LOAD MYSQL SERVERS"]
+    runner = runner_with(tmp_path, fake)
+    monkeypatch.setattr(move, "PassRunner", lambda settings, kind: runner)
+    cluster = replace(runner.settings.clusters[0], drain_timeout_ms=1000)
+    said: list[str] = []
+    code = move.switchover(
+        runner.settings, galera_kind(), cluster, N2, dry_run=False, say=said.append
+    )
+    assert code == 1
+    assert any("the pin stays" in s and "--release" in s for s in said), said
+    assert runner.store.writer_pin(cluster.name) == N2

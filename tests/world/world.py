@@ -580,7 +580,13 @@ class World:
             judge.paused_after(
                 step.cluster, ended + (cadence.interval_ms + cadence.max_runtime_ms) / 1000
             )
-        elif step.action == "switchover" and code == 1 and target in self._writers(step.cluster):
+        elif (
+            step.action == "switchover"
+            and code == 1
+            # a failed switchover that says its pin stays has told the operator the move goes on
+            and "the pin stays" not in tail
+            and target in self._writers(step.cluster)
+        ):
             judge.violation(
                 7,
                 ended,
