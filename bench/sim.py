@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tests.world import run as world_run
 from tests.world.schedule import Schedule
-from tests.world.world import FAST, STEADY, RunResult, WorldShape
+from tests.world.world import CADENCES, RunResult, WorldShape
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -34,16 +34,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--gr", type=int, default=1)
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument(
-        "--fast",
-        action="store_true",
-        help="the checker at interval_ms 200, max_runtime_ms 100, probe timeouts 50 ms",
+        "--cadence",
+        choices=sorted(CADENCES),
+        default="steady",
+        help="steady: 500 ms, timeouts 150/250; fast: 200 ms, 50/50 (issue 38's detect-gap "
+        "runs); tight: 500 ms, 300/600 (timeouts past the probes' share of the pass)",
     )
     parser.add_argument("--exclude", default="", help="actions never drawn, comma-separated")
     parser.add_argument("--shrink", action="store_true", help="cut a failing run down")
     parser.add_argument("--save", type=Path, help="where a shrunk failing schedule is saved")
     parser.add_argument("--quiet", action="store_true", help="no schedule lines")
     args = parser.parse_args(argv)
-    shape = WorldShape(args.galera, args.gr, args.nodes, FAST if args.fast else STEADY)
+    shape = WorldShape(args.galera, args.gr, args.nodes, CADENCES[args.cadence])
     exclude = frozenset(a for a in args.exclude.split(",") if a)
     say: Callable[[str], None] = _silent if args.quiet else print
     results: list[RunResult] = []
@@ -65,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.save:
                 args.save.mkdir(parents=True, exist_ok=True)
                 path = args.save / f"seed-{seed}.json"
-                world_run.save(best, path)
+                world_run.save(best, path, args.cadence)
                 print(f"  saved {path}")
         left -= seconds
         if args.seed is not None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.world import run as world_run
-from tests.world.world import RunResult
+from tests.world.world import CADENCES, RunResult, WorldShape
 
 CASES = Path(__file__).resolve().parents[1] / "world" / "cases"
 # a minute each: with 3 clusters, about 60 faults and operator actions per seed
@@ -44,10 +44,13 @@ def test_the_world_breaks_no_invariant(seed: int, tmp_path: Path) -> None:
     "case", sorted(CASES.glob("*.json")) if CASES.is_dir() else [], ids=lambda p: p.stem
 )
 def test_a_schedule_that_once_failed_passes(case: Path, tmp_path: Path) -> None:
-    schedule = world_run.from_json(json.loads(case.read_text()))
+    data = json.loads(case.read_text())
+    schedule = world_run.from_json(data)
+    shape = WorldShape(cadence=CADENCES[str(data.get("cadence", "steady"))])
     result = world_run.run(
         schedule.seed,
         schedule.end,
+        shape=shape,
         schedule=schedule,
         directory=tmp_path,
         say=lambda _line: None,

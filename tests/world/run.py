@@ -167,9 +167,10 @@ def shrink(
     return best
 
 
-def to_json(schedule: sched.Schedule) -> dict[str, Any]:
+def to_json(schedule: sched.Schedule, cadence: str = "steady") -> dict[str, Any]:
     return {
         "seed": schedule.seed,
+        "cadence": cadence,
         "steps": [
             {
                 "at": s.at,
@@ -203,5 +204,5 @@ def from_json(data: dict[str, Any]) -> sched.Schedule:
     )
 
 
-def save(schedule: sched.Schedule, path: Path) -> None:
-    path.write_text(json.dumps(to_json(schedule), indent=1) + "\n")
+def save(schedule: sched.Schedule, path: Path, cadence: str = "steady") -> None:
+    path.write_text(json.dumps(to_json(schedule, cadence), indent=1) + "\n")

@@ -79,6 +79,10 @@ class Cadence:
 STEADY = Cadence()
 # the fastest the checker is run at: issue 38's detect-gap configuration
 FAST = Cadence(200, 100, 50, 50, (10, 20, 30))
+# timeouts longer than the probes' share of the pass: check-config warns, the checker runs; a
+# node's silence is then heard over several passes, never in one
+TIGHT = Cadence(500, 450, 300, 600, (50, 150, 300))
+CADENCES = {"steady": STEADY, "fast": FAST, "tight": TIGHT}
 
 
 CHECKERS = {"galera": "galera_checker", "gr": "gr_checker"}
