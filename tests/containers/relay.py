@@ -73,14 +73,22 @@ class Relay:
         with self._lock:
             self._open.update(socks)
 
-    def _serve(self, client: socket.socket) -> None:
+    def _upstream(self, client: socket.socket) -> socket.socket | None:
+        """The target's end of a client's road, both tracked; None (the client closed) when the
+        target refuses."""
         try:
             upstream = socket.create_connection(self.target, timeout=10)
         except OSError:
             client.close()
-            return
+            return None
         upstream.settimeout(None)
         self._track(client, upstream)
+        return upstream
+
+    def _serve(self, client: socket.socket) -> None:
+        upstream = self._upstream(client)
+        if upstream is None:
+            return
         threading.Thread(target=self._pump, args=(client, upstream, False), daemon=True).start()
         self._pump(upstream, client, True)
 

@@ -40,7 +40,17 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
 
-from tests.lab.sim_model import Answer, Done, Failure, Reach, Rows, Stall, sql_words
+from tests.lab.sim_model import (
+    Answer,
+    Done,
+    Failure,
+    Reach,
+    Rows,
+    Stall,
+    apply_values,
+    control_values,
+    sql_words,
+)
 
 NON_PRIMARY_CONF_ID: Final = "18446744073709551615"  # Galera's conf_id of a non-Primary view
 NOT_READY: Final = Failure(1047, "08S01", "WSREP has not yet prepared node for application use")
@@ -607,16 +617,13 @@ class GaleraCluster:
         return None
 
     def _set(self, m: _Member, message: Mapping[str, Any]) -> Mapping[str, object] | None:
-        updates = {key: _values(message.get(key), key) for key in ("variables", "status")}
+        updates = {
+            key: control_values(message.get(key), f"set: {key}") for key in ("variables", "status")
+        }
         if "mode" in message:
             raise ValueError("set: a model node has no mode; kill, freeze or cut it")
         for key, values in updates.items():
-            target = m.variables if key == "variables" else m.status
-            for name, value in values.items():
-                if value is None:
-                    target.pop(name, None)
-                else:
-                    target[name] = value
+            apply_values(m.variables if key == "variables" else m.status, values)
         return None
 
     def _configure(self, message: Mapping[str, Any]) -> Mapping[str, object]:
@@ -666,21 +673,3 @@ def _default_variables() -> dict[str, str]:
         # MariaDB's default: what tells a probe its status pairs were not cut short
         "group_concat_max_len": "1048576",
     }
-
-
-def _values(given: object, what: str) -> dict[str, str | None]:
-    if given is None:
-        return {}
-    if not isinstance(given, dict):
-        raise ValueError(f"set: {what} is an object of name: value")
-    values: dict[str, str | None] = {}
-    for name, value in given.items():
-        if value is None or isinstance(value, str):
-            values[str(name).lower()] = value
-        elif isinstance(value, bool):
-            values[str(name).lower()] = "ON" if value else "OFF"
-        elif isinstance(value, int | float):
-            values[str(name).lower()] = str(value)
-        else:
-            raise ValueError(f"set: {what} {name}: a string, number, boolean or null")
-    return values

@@ -126,3 +126,34 @@ def sql_words(sql: str) -> str:
     """A statement's text folded for matching: one space between words, lower case, no
     trailing semicolon."""
     return " ".join(sql.strip().rstrip(";").split()).lower()
+
+
+def control_values(given: object, what: str) -> dict[str, str | None]:
+    """A control message's `status` or `variables` object as SHOW spells values: JSON
+    true/false are ON/OFF, numbers their decimal text, null removes the name. Raises ValueError
+    naming what is wrong."""
+    if given is None:
+        return {}
+    if not isinstance(given, dict):
+        raise ValueError(f"{what} is an object of name: value")
+    values: dict[str, str | None] = {}
+    for name, value in given.items():
+        key = str(name).lower()
+        if value is None or isinstance(value, str):
+            values[key] = value
+        elif isinstance(value, bool):
+            values[key] = "ON" if value else "OFF"
+        elif isinstance(value, int | float):
+            values[key] = str(value)
+        else:
+            raise ValueError(f"{what} {name}: a string, number, boolean or null")
+    return values
+
+
+def apply_values(target: dict[str, str], values: Mapping[str, str | None]) -> None:
+    """`control_values`' result applied: a None removes the name."""
+    for name, value in values.items():
+        if value is None:
+            target.pop(name, None)
+        else:
+            target[name] = value

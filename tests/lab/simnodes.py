@@ -126,7 +126,16 @@ if not __package__:
     # run by path: the cluster models are modules of the package tests.lab (standard library
     # only, like this one)
     sys.path.append(str(Path(__file__).resolve().parents[2]))
-from tests.lab.sim_model import ClusterModel, Done, Failure, Reach, Rows, Stall
+from tests.lab.sim_model import (
+    ClusterModel,
+    Done,
+    Failure,
+    Reach,
+    Rows,
+    Stall,
+    apply_values,
+    control_values,
+)
 
 # -- protocol constants ------------------------------------------------------------------------
 
@@ -741,17 +750,12 @@ class _Conn:
         while len(buf) >= 4 and not self.closed and self.pending is None and not self.waiting:
             if self.node.mode != "ok":
                 return
-            end = 4 + (buf[0] | buf[1] << 8 | buf[2] << 16)
-            if len(buf) < end:
+            packet = self.next_packet()
+            if packet is None:
                 break
-            seq = buf[3]
-            payload = bytes(buf[4:end])
-            del buf[:end]
+            seq, payload = packet
             if self.phase == 1:
-                flags = int.from_bytes(payload[:4], "little") if len(payload) >= 4 else 0
-                self.multi = bool(flags & CLIENT_MULTI_STATEMENTS)
-                self.phase = 2
-                self.send(_packets([_ok()], seq + 1))
+                self.send(self.login(payload, seq))
                 continue
             reply = self.server.model_command(self, payload, seq)
             if reply is None:
@@ -759,6 +763,27 @@ class _Conn:
                 return
             if reply:
                 self.deliver(reply)
+
+    def next_packet(self) -> tuple[int, bytes] | None:
+        """The next whole packet read (its sequence number and payload), taken off the input;
+        None until one has come in whole."""
+        buf = self.inbuf
+        if len(buf) < 4:
+            return None
+        end = 4 + (buf[0] | buf[1] << 8 | buf[2] << 16)
+        if len(buf) < end:
+            return None
+        seq, payload = buf[3], bytes(buf[4:end])
+        del buf[:end]
+        return seq, payload
+
+    def login(self, payload: bytes, seq: int) -> bytes:
+        """The handshake response's OK: any credentials will do; only whether the client may
+        send multi-statements matters."""
+        flags = int.from_bytes(payload[:4], "little") if len(payload) >= 4 else 0
+        self.multi = bool(flags & CLIENT_MULTI_STATEMENTS)
+        self.phase = 2
+        return _packets([_ok()], seq + 1)
 
     def deliver(self, reply: bytes) -> None:
         """A model node's answer, now or after its delay (a slow node)."""
@@ -785,18 +810,12 @@ class _Conn:
         buf = self.inbuf
         replies: list[bytes] = []
         while len(buf) >= 4:
-            end = 4 + (buf[0] | buf[1] << 8 | buf[2] << 16)
-            if len(buf) < end:
+            packet = self.next_packet()
+            if packet is None:
                 break
-            seq = buf[3]
-            payload = bytes(buf[4:end])
-            del buf[:end]
+            seq, payload = packet
             if self.phase == 1:
-                # any credentials will do; only whether it may send multi-statements matters
-                flags = int.from_bytes(payload[:4], "little") if len(payload) >= 4 else 0
-                self.multi = bool(flags & CLIENT_MULTI_STATEMENTS)
-                self.phase = 2
-                replies.append(_packets([_ok()], seq + 1))
+                replies.append(self.login(payload, seq))
                 continue
             reply = self.server.command(self, payload, seq)
             if reply is None:
@@ -1295,18 +1314,18 @@ class _Server:
         mode = message.get("mode")
         if mode is not None and mode not in MODES:
             raise ControlError(f"mode is one of {', '.join(MODES)}, not {mode!r}")
-        updates = {key: _values(message.get(key), key) for key in ("status", "variables")}
+        try:
+            updates = {
+                key: control_values(message.get(key), key) for key in ("status", "variables")
+            }
+        except ValueError as exc:
+            raise ControlError(str(exc)) from exc
         changing = message.get("changing")
         if changing is not None and not isinstance(changing, bool):
             raise ControlError("changing is true or false")
         for node in nodes:
             for key, values in updates.items():
-                target = node.status if key == "status" else node.variables
-                for name, value in values.items():
-                    if value is None:
-                        target.pop(name, None)
-                    else:
-                        target[name] = value
+                apply_values(node.status if key == "status" else node.variables, values)
             if changing is not None:
                 node.changing = changing
             node.cache.clear()
@@ -1389,24 +1408,6 @@ class _Server:
                 conn.close()
             self._unlisten(node)
         self.selector.close()
-
-
-def _values(given: object, what: str) -> dict[str, str | None]:
-    if given is None:
-        return {}
-    if not isinstance(given, dict):
-        raise ControlError(f"{what} is an object of name: value")
-    values: dict[str, str | None] = {}
-    for name, value in given.items():
-        if value is None or isinstance(value, str):
-            values[name.lower()] = value
-        elif isinstance(value, bool):
-            values[name.lower()] = "ON" if value else "OFF"
-        elif isinstance(value, int | float):
-            values[name.lower()] = str(value)
-        else:
-            raise ControlError(f"{what} {name}: a string, number, boolean or null")
-    return values
 
 
 def _loopback(host: str) -> str:
@@ -1492,6 +1493,9 @@ class SimStats:
 
 class SimNodesError(RuntimeError):
     """The fleet process failed to start, refused a command, or went silent."""
+
+
+STATUS_AND_VARIABLES = ("status", "variables")
 
 
 class SimNodes:

@@ -7,7 +7,7 @@ real admin interface and a real network do:
 - `drop(pattern, after)`: the next statement matching `pattern` is dropped with its connection,
   before ProxySQL sees it (`after=False`), or after ProxySQL has it and before its answer
   reaches the checker (`after=True`: the checker cannot know whether it ran);
-- `delay_s`: every answer from ProxySQL is held back that long (a slow admin).
+- `delay`: every answer from ProxySQL is held back that long (a slow admin).
 
 A fault is armed for one statement and lapses after `ARMED_S` unmatched. The relay speaks no TLS:
 the world's admin connections are plain.
@@ -23,6 +23,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from tests.containers.relay import Relay
+
 COM_QUERY = 0x03
 ARMED_S = 10.0
 CHUNK = 65536
@@ -37,26 +39,15 @@ class _Armed:
     until: float = 0.0
 
 
-class AdminRelay:
-    """127.0.0.1:port -> ProxySQL's admin port."""
+class AdminRelay(Relay):
+    """127.0.0.1:port -> ProxySQL's admin port (`delay`: seconds every answer is held back)."""
 
     def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self.delay_s = 0.0
         self._armed: list[_Armed] = []
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._open: set[socket.socket] = set()
-        self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._server.bind(("127.0.0.1", 0))
-        self._server.listen(64)
-        self._server.settimeout(0.2)
-        self.port: int = self._server.getsockname()[1]
+        self._arm_lock = threading.Lock()
         # what the faults did: (monotonic time, what, the statement's first words)
         self.done: list[tuple[float, str, str]] = []
-        self._thread = threading.Thread(target=self._accept, name="admin-relay", daemon=True)
-        self._thread.start()
+        super().__init__(target)
 
     # -- the world's word ----------------------------------------------------------------
 
@@ -69,12 +60,12 @@ class AdminRelay:
 
     def _arm(self, armed: _Armed) -> None:
         armed.until = time.monotonic() + ARMED_S
-        with self._lock:
+        with self._arm_lock:
             self._armed.append(armed)
 
     def _take(self, text: str) -> _Armed | None:
         now = time.monotonic()
-        with self._lock:
+        with self._arm_lock:
             self._armed = [a for a in self._armed if a.until > now]
             for armed in self._armed:
                 if armed.pattern.search(text):
@@ -83,37 +74,10 @@ class AdminRelay:
                     return armed
         return None
 
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self._server.close()
-        with self._lock:
-            for sock in self._open:
-                with contextlib.suppress(OSError):
-                    sock.close()
-            self._open.clear()
-
-    # -- the road --------------------------------------------------------------------------
-
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                client, _ = self._server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
-
     def _serve(self, client: socket.socket) -> None:
-        try:
-            upstream = socket.create_connection(self.target, timeout=10)
-        except OSError:
-            client.close()
+        upstream = self._upstream(client)
+        if upstream is None:
             return
-        upstream.settimeout(None)
-        with self._lock:
-            self._open.update((client, upstream))
         # set once a statement's answer is to be lost: the answers' pump forwards nothing more
         cut = threading.Event()
         threading.Thread(target=self._answers, args=(upstream, client, cut), daemon=True).start()
@@ -161,8 +125,8 @@ class AdminRelay:
                 data = upstream.recv(CHUNK)
                 if not data or cut.is_set():
                     break
-                if self.delay_s > 0:
-                    time.sleep(self.delay_s)
+                if self.delay > 0:
+                    time.sleep(self.delay)
                 client.sendall(data)
         except OSError:
             pass

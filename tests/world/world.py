@@ -659,10 +659,10 @@ class World:
         elif step.action == "load_unanswered":
             self.relay.drop(load, after=True)
         elif step.action == "admin_slow":
-            self.relay.delay_s = 0.1
+            self.relay.delay = 0.1
             judge.stalled(True, self.now())
         elif step.action == "admin_unslow":
-            self.relay.delay_s = 0.0
+            self.relay.delay = 0.0
             judge.stalled(False, self.now())
         else:
             raise ValueError(f"unknown action {step.action}")
