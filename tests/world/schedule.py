@@ -89,6 +89,10 @@ FAULTS: tuple[FaultKind, ...] = (
 # operator actions and checker events that have no heal
 OPERATOR: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ("switchover", ("galera", "gr"), 2),
+    # adopt: with templates in place it says so and changes nothing; --force rebuilds them from
+    # the live rows (and must carry no one else's staged edit live)
+    ("adopt", ("galera", "gr"), 1),
+    ("adopt_force", ("galera", "gr"), 1),
     # two commands at once on the same cluster: two switchovers, a switchover and a pass
     ("two_switchovers", ("galera", "gr"), 1),
     ("switchover_and_pass", ("galera", "gr"), 1),

@@ -466,7 +466,15 @@ class World:
         if step.cluster == PROXYSQL.name:
             self._admin_fault(step, judge)
             return True
-        elif action in ("pause", "resume", "switchover", "scheduler_pass", "dry_run"):
+        elif action in (
+            "pause",
+            "resume",
+            "switchover",
+            "scheduler_pass",
+            "dry_run",
+            "adopt",
+            "adopt_force",
+        ):
             self._in_thread(step, judge, rng)
         elif action in ("two_switchovers", "switchover_and_pass"):
             # both started together: each command takes its own view of the cluster
@@ -555,6 +563,10 @@ class World:
             argv = daemon.argv("run")
         elif step.action == "dry_run":
             argv = daemon.argv("run", "--dry-run")
+        elif step.action == "adopt":
+            argv = daemon.argv("adopt")
+        elif step.action == "adopt_force":
+            argv = daemon.argv("adopt", "--force")
         else:
             argv = daemon.argv("switchover", "--cluster", step.cluster)
             if kind == "gr":
