@@ -188,10 +188,14 @@ class Judge:
         self._edits[cluster] = (row, before)
 
     @_locked
-    def edits_loaded(self, at: float) -> None:
-        """The operator's LOAD: every pending edit is to be live now."""
+    def edits_loaded(self, at: float, *, superseded: bool = False) -> None:
+        """The operator's LOAD: every pending edit is to be live now (`superseded`: his own
+        command rewrote and loaded them, so nothing more is expected of them)."""
         for cluster, pending in self._edits.items():
-            self._loaded[cluster] = (pending[0], at)
+            if not superseded:
+                self._loaded[cluster] = (pending[0], at)
+        if superseded:
+            self._loaded.clear()
         self._edits.clear()
         self._edit_missing.clear()
 

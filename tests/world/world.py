@@ -579,6 +579,10 @@ class World:
         if step.action == "resume":
             # the checker may act again as soon as the pause file is gone, before the command ends
             judge.resumed(step.cluster, started)
+        if step.action == "adopt_force":
+            # the operator's own rebuild of the templates, and its LOAD: it supersedes his
+            # staged edits (a checker's LOAD must carry none of them; his own command may)
+            judge.edits_loaded(started, superseded=True)
         try:
             done = subprocess.run(
                 argv, cwd=ROOT, capture_output=True, timeout=90, env=_env(), check=False
@@ -707,8 +711,19 @@ class World:
             node = self.address(step.cluster, "n2")
         host, port = node.rsplit(":", 1)
         with self.admin() as conn, conn.cursor() as cur:
-            live = [r for r in read_rows(cur, "runtime_mysql_servers") if r.hostgroup == hostgroup]
-            weight = rng.randint(11, 999)
+            live = [
+                r
+                for r in read_rows(cur, "runtime_mysql_servers")
+                if (r.hostgroup, r.node) == (hostgroup, node)
+            ]
+            staged = [
+                r.weight
+                for r in read_rows(cur, "mysql_servers")
+                if (r.hostgroup, r.node) == (hostgroup, node)
+            ]
+            # an edit that changes something: never the weight already staged or live
+            taken = {*staged, *(r.weight for r in live)}
+            weight = rng.choice([w for w in range(11, 1000) if w not in taken])
             cur.execute(
                 "UPDATE mysql_servers SET weight = %s WHERE hostgroup_id = %s"
                 " AND hostname = %s AND port = %s",
