@@ -59,6 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_line(result), flush=True)
         for violation in result.violations:
             print(f"  seed {seed}: {violation.line()}", flush=True)
+        for note in result.notes:
+            print(f"  seed {seed}: note: {note}", flush=True)
         if result.violations and args.shrink:
             best = world_run.shrink(result, functools.partial(_replay, seed, shape))
             print(f"  shrunk to {len(best.steps)} steps:")

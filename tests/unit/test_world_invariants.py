@@ -185,10 +185,18 @@ def test_an_operators_staged_edit_reverted_or_not_made_live_breaks_invariant_6()
     judge = Judge([SPEC])
     judge.staged_edit("g1", edit, before)
     judge.edits_loaded(1.0)
-    judge.sample(sample(1.1, (*base, before), staged=(*base, edit)))
-    judge.sample(sample(2.6, (*base, before), staged=(*base, edit)))
+    judge.sample(sample(1.1, (*base, before), staged=(*base, before)))
+    judge.sample(sample(2.6, (*base, before), staged=(*base, before)))
     assert invariants(judge) == [6]
     assert "not live" in judge.violations[0].what
+    # still staged, not live: his LOAD met a checker's set-aside (a documented limit)
+    judge = Judge([SPEC])
+    judge.staged_edit("g1", edit, before)
+    judge.edits_loaded(1.0)
+    judge.sample(sample(1.1, (*base, before), staged=(*base, edit)))
+    judge.sample(sample(2.6, (*base, before), staged=(*base, edit)))
+    assert invariants(judge) == []
+    assert "set aside" in judge.notes[0]
 
 
 def test_status_that_disagrees_with_runtime_breaks_invariant_7_after_its_bound() -> None:

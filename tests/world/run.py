@@ -93,6 +93,7 @@ def run(
             result.admin_faults = list(world.relay.done)
         for error in observer.errors[:5]:
             say(f"observer: {error}")
+        result.notes = list(judge.notes)
     return result
 
 
