@@ -278,6 +278,8 @@ class AdminStore:
     """
 
     def __init__(self, datadir: Path, admin_iface: str, admin_user: str) -> None:
+        # the rows the last statement changed (0 when it wrote none, or read)
+        self.changed = 0
         datadir.mkdir(parents=True, exist_ok=True)
         self._started = time.monotonic()
         self._db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
@@ -587,6 +589,7 @@ class AdminStore:
             raise AdminError(str(exc)) from exc
 
     def _execute(self, sql: str) -> ResultSet | None:
+        self.changed = 0
         text = normalize_command(sql)
         if not text:
             return None
@@ -729,6 +732,8 @@ class AdminStore:
             self._refresh_global()
         cursor = self._db.execute(statement)
         if cursor.description is None:
+            # the rows an INSERT, UPDATE or DELETE changed, as ProxySQL's OK packet says them
+            self.changed = max(cursor.rowcount, 0)
             return None
         columns = [str(d[0]) for d in cursor.description]
         return _result(columns, cursor.fetchall())
@@ -767,6 +772,16 @@ class AdminConnection(Connection):  # type: ignore[misc]
         super().__init__(*args, **kwargs)
         self.status_flags = ServerStatus.SERVER_STATUS_AUTOCOMMIT
 
+    def ok(self, **kwargs: Any) -> bytes:
+        """An OK packet; after a statement that wrote, with the rows it changed (mysql-mimic
+        says 0 of every statement)."""
+        session = self.session
+        if isinstance(session, AdminSession) and session.changed:
+            kwargs.setdefault("affected_rows", session.changed)
+            session.changed = 0
+        packet: bytes = super().ok(**kwargs)
+        return packet
+
     async def authenticate(self, *args: Any, **kwargs: Any) -> None:
         # called once the handshake is out; the OK that ends the login already carries the flag
         self.status_flags = (
@@ -791,6 +806,7 @@ class AdminSession(BaseSession):  # type: ignore[misc]
         self.username: str | None = None
         self.database: str | None = None
         self._store = store
+        self.changed = 0
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> ResultSet | None:
         if self.username is None:
@@ -798,7 +814,10 @@ class AdminSession(BaseSession):  # type: ignore[misc]
             raise MysqlError("Access denied", code=ErrorCode.ACCESS_DENIED_ERROR)
         log.debug("query: %s", sql)
         try:
-            return self._store.execute(sql)
+            found = self._store.execute(sql)
+            # taken by AdminConnection.ok(), which answers this statement next
+            self.changed = self._store.changed
+            return found
         except AdminError as exc:
             # ProxySQL's admin reports every failure as 1045 with the SQLite message
             raise MysqlError(ERROR_PREFIX + str(exc), code=ErrorCode.ACCESS_DENIED_ERROR) from exc
