@@ -51,6 +51,12 @@ class SetAside:
     def __bool__(self) -> bool:
         return bool(self.hostgroups)
 
+    def as_live(self) -> tuple[GuardedWrite, ...]:
+        """What stages these hostgroups as live, row by row, each only while its row still
+        holds the staged row read (an edit made since stays, and keeps the LOAD from going
+        out: the read-back finds it)."""
+        return guarded_writes(self.staged, self.live)
+
     def describe(self, kept_from: str = "loaded") -> str:
         """In words; `kept_from`: what the edit was kept out of ("loaded", "saved to disk")."""
         parts = [
@@ -84,6 +90,68 @@ def set_aside(rows: ClusterRows, own: Iterable[int]) -> SetAside:
         sort_rows(staged[k] for k in keys if k in staged),
         sort_rows(r for r in as_live if r is not None),
         tuple(sorted(differ.items())),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GuardedWrite:
+    """One write to a row someone else owns, made only while the row still holds `expect`
+    (None: no row with its key): it then holds `write` (None: deleted). A write that finds
+    anything else finds someone's newer edit, and leaves it."""
+
+    expect: ServerRow | None
+    write: ServerRow | None
+
+    @property
+    def key(self) -> Key:
+        row = self.write if self.write is not None else self.expect
+        assert row is not None, "a guarded write names a row"
+        return row.key
+
+    def undo(self) -> GuardedWrite:
+        """What puts the row back, only while it holds what this write put there."""
+        return GuardedWrite(self.write, self.expect)
+
+
+def _phase(write: GuardedWrite) -> int:
+    if write.write is None:
+        return 0
+    return 1 if write.write.status is not ServerStatus.ONLINE else 2
+
+
+def _in_order(writes: Iterable[GuardedWrite]) -> tuple[GuardedWrite, ...]:
+    """Removals and demotions first, ONLINE rows last: anyone's LOAD between two of them finds
+    no more ONLINE rows staged than before or after them."""
+    return tuple(sorted(writes, key=lambda w: (_phase(w), w.key)))
+
+
+def guarded_writes(now: Sequence[ServerRow], then: Sequence[ServerRow]) -> tuple[GuardedWrite, ...]:
+    """The writes that turn the rows `now` into `then`, each only while its row still holds
+    what `now` says."""
+    was, want = _by_key(now), _by_key(then)
+    return _in_order(
+        GuardedWrite(was.get(key), want.get(key))
+        for key in was.keys() | want.keys()
+        if was.get(key) != want.get(key)
+    )
+
+
+def written_back(done: Iterable[GuardedWrite]) -> tuple[GuardedWrite, ...]:
+    """What stages again the rows a set-aside staged as live: only the writes that went in
+    (`done`), each undone only while its row still holds the live row the pass put there."""
+    return _in_order(w.undo() for w in done)
+
+
+def changed_while_aside(missed: Iterable[GuardedWrite]) -> str | None:
+    """The warning for set-aside rows someone wrote in between (None: none was)."""
+    hostgroups = sorted({w.key[0] for w in missed})
+    if not hostgroups:
+        return None
+    groups = ", ".join(str(hg) for hg in hostgroups)
+    plural = "s" if len(hostgroups) > 1 else ""
+    return (
+        f"an operator's staged edit of hostgroup{plural} {groups} changed while it was set "
+        "aside: kept as they wrote it"
     )
 
 

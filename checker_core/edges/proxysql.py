@@ -25,7 +25,16 @@ from checker_core.core.model import (
     ServerStatus,
     sort_rows,
 )
-from checker_core.core.staging import NOTHING_ASIDE, SetAside, left_half_written, set_aside, undone
+from checker_core.core.staging import (
+    NOTHING_ASIDE,
+    GuardedWrite,
+    SetAside,
+    changed_while_aside,
+    left_half_written,
+    set_aside,
+    undone,
+    written_back,
+)
 from checker_core.edges.deadline import Deadline, PassTimeout
 from checker_core.edges.proxysql_rows import all_rows_as_one_value, rows_as_one_value, unpacked
 
@@ -254,6 +263,22 @@ class AdminClient:
     # ------------------------------------------------------------ low level
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        return self._run_statement(sql, params)[0]
+
+    def changes(self, sql: str, params: Sequence[object] = ()) -> int:
+        """Run a statement that writes; how many rows it changed, as ProxySQL says."""
+        return self._run_statement(sql, params)[1]
+
+    def write_guarded(self, write: GuardedWrite) -> bool:
+        """The write made as one statement that changes its row only while the row holds what
+        the write expects; whether it went in (else it found someone's newer edit, and left
+        it as it is)."""
+        statement = guarded_statement(write)
+        return self.changes(statement.sql, statement.params) > 0
+
+    def _run_statement(
+        self, sql: str, params: Sequence[object]
+    ) -> tuple[list[tuple[Any, ...]], int]:
         from checker_core.edges import driver
 
         pymysql = driver.load()
@@ -263,10 +288,10 @@ class AdminClient:
         began = time.monotonic()
         try:
             with self._conn.cursor() as cur:
-                cur.execute(sql, tuple(params) if params else None)
+                changed = cur.execute(sql, tuple(params) if params else None)
                 found = list(cur.fetchall())
             self.round_trip_s = time.monotonic() - began
-            return found
+            return found, changed
         except pymysql.err.OperationalError as exc:
             cut = self._cut_by_deadline(bounded, exc)
             if cut is not None:
@@ -488,7 +513,7 @@ class AdminClient:
                 return self._owed_save(plan, persist and save_owed, 0, said, reconnect)
         writes = _Writes()
         try:
-            staged, aside = self._stage_plan(plan, writes)
+            staged, aside, done = self._stage_plan(plan, writes)
         except BaseException as exc:
             self._put_back(plan, writes, exc, said, reconnect)
             if isinstance(exc, (AdminQueryFailed, BadRow)):
@@ -511,12 +536,12 @@ class AdminClient:
             # before the write-back: disk is what is live, never an edit nobody loaded
             result = self._save(persist, staged=staged, loaded=True)
         except BaseException as exc:
-            self._write_back(aside, exc, said, reconnect)
+            self._write_back(aside, done, exc, said, reconnect)
             raise
-        self._write_back(aside, None, said, reconnect)
+        self._write_back(aside, done, None, said, reconnect)
         return result
 
-    def _stage_plan(self, plan: Plan, writes: _Writes) -> tuple[int, SetAside]:
+    def _stage_plan(self, plan: Plan, writes: _Writes) -> tuple[int, SetAside, _AsLive]:
         """The plan's rows staged and read back; before a LOAD, the rows of other hostgroups
         that differ from what is live staged as live (set aside). Raises ApplyFailed when the
         staging is not what this pass wrote."""
@@ -528,32 +553,34 @@ class AdminClient:
         wanted = sort_rows((*plan.desired, *plan.templates))
         if not plan.needs_load:
             self._verify(self.read_staging(checked), wanted)
-            return staged, NOTHING_ASIDE
+            return staged, NOTHING_ASIDE, _AsLive()
         whole = self.read_whole()
         self._verify(whole.staged(checked), wanted)
         # templates nobody loaded yet are the roster this pass used: its LOAD carries them
         own = checked if not whole.live(hg.templates) else list(hg.managed)
         ours = sort_rows(r for r in wanted if r.hostgroup_id in own)
-        aside_staged, aside = self._set_aside(whole, own, ours, writes)
-        return staged + aside_staged, aside
+        aside, done = self._set_aside(whole, own, ours, writes)
+        return staged + len(done.tried), aside, done
 
     def _set_aside(
         self, whole: ClusterRows, own: Sequence[int], ours: Sequence[ServerRow], writes: _Writes
-    ) -> tuple[int, SetAside]:
+    ) -> tuple[SetAside, _AsLive]:
         """The staged rows outside `own` that differ from what is live (read in `whole`)
-        staged as live, and read back: `own` staged still as `ours`, every other row as live,
-        else ApplyFailed (and neither LOAD nor SAVE goes out)."""
+        staged as live, each only while it is still as read, and read back: `own` staged
+        still as `ours`, every other row as live, else ApplyFailed (and neither LOAD nor SAVE
+        goes out)."""
         aside = set_aside(whole, own)
         if not aside:
-            return 0, aside
+            return aside, _AsLive()
         writes.aside |= set(aside.hostgroups)
         # another cluster's or an operator's rows, taken as read: a row this pass could not
         # judge (a malformed hostname) is no reason to fail this cluster's LOAD
-        current = whole.staged(aside.hostgroups)
-        staged = self._stage(aside.hostgroups, aside.live, None, writes, current)
+        writes.note(aside.hostgroups, whole.staged(aside.hostgroups), aside.live)
+        tried = aside.as_live()
+        done = _AsLive(tried, tuple(w for w in tried if self.write_guarded(w)))
         again = self.read_whole()
         self._verify(again.staged(own), ours, clean=not set_aside(again, own))
-        return staged, aside
+        return aside, done
 
     def _owed_save(
         self,
@@ -575,7 +602,7 @@ class AdminClient:
         own = list(plan.hostgroups.managed)
         try:
             whole = self.read_whole()
-            aside_staged, aside = self._set_aside(whole, own, whole.staged(own), writes)
+            aside, done = self._set_aside(whole, own, whole.staged(own), writes)
         except BaseException as exc:
             self._put_back(plan, writes, exc, said, reconnect, held="a SAVE")
             if isinstance(exc, _IN_STEP):
@@ -589,19 +616,19 @@ class AdminClient:
                     ),
                 )
             raise
-        staged += aside_staged
+        staged += len(done.tried)
         if aside:
             said(aside.describe(kept_from="saved to disk"))
         try:
             # before the write-back: disk is what is live, never an edit nobody loaded
             result = self._save(True, staged=staged, loaded=False)
         except BaseException as exc:
-            self._write_back(aside, exc, said, reconnect, after="SAVE")
+            self._write_back(aside, done, exc, said, reconnect, after="SAVE")
             raise
         # a SAVE that went out wrote what is live there, not the edit
         disk = "disk as runtime" if result.saved else "disk unchanged"
         unchanged = f"runtime unchanged, {disk}"
-        self._write_back(aside, None, said, reconnect, after="SAVE", unchanged=unchanged)
+        self._write_back(aside, done, None, said, reconnect, after="SAVE", unchanged=unchanged)
         return result
 
     def _verify(
@@ -661,6 +688,7 @@ class AdminClient:
     def _write_back(
         self,
         aside: SetAside,
+        done: _AsLive,
         failure: BaseException | None,
         said: Callable[[str], None],
         reconnect: Callable[[], AdminClient] | None,
@@ -669,15 +697,26 @@ class AdminClient:
         unchanged: str = "runtime unchanged",
     ) -> None:
         """The staged edit set aside for the LOAD (or SAVE), staged again as it was read (no
-        LOAD)."""
+        LOAD): each row only while it still holds the live row this pass put there. A row
+        someone wrote in between (before it was staged as live, or since) stays as they wrote
+        it, and that is said once."""
         if not aside:
             return
+        missed = [w for w in done.tried if w not in done.went_in]
+        answered: set[GuardedWrite] = set()
 
         def write_back(admin: AdminClient) -> None:
-            for statement in staging_statements(aside.hostgroups, aside.live, aside.staged):
-                admin.execute(statement.sql, statement.params)
+            # a second connection's try skips the rows the first one's answers covered
+            for write in written_back(done.went_in):
+                if write not in answered:
+                    if not admin.write_guarded(write):
+                        missed.append(write)
+                    answered.add(write)
 
         problem = self._on_a_working_connection(write_back, failure, reconnect)
+        warning = changed_while_aside(missed)
+        if warning is not None:
+            said(warning)
         if problem is not None:
             groups = ", ".join(str(hg) for hg in aside.hostgroups)
             said(
@@ -726,6 +765,15 @@ class AdminClient:
             failure = f"{done}, but SAVE MYSQL SERVERS TO DISK failed: {exc}"
             return ApplyResult(staged=staged, loaded=loaded, saved=False, save_error=failure)
         return ApplyResult(staged=staged, loaded=loaded, saved=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _AsLive:
+    """The writes that staged set-aside rows as live: all `tried`, and those that `went_in`
+    (a row's write that found someone's newer edit did not)."""
+
+    tried: tuple[GuardedWrite, ...] = ()
+    went_in: tuple[GuardedWrite, ...] = ()
 
 
 class _Writes:
@@ -836,6 +884,35 @@ SAVE_SERVERS = Statement("SAVE MYSQL SERVERS TO DISK")
 _DELETE = "DELETE FROM mysql_servers WHERE hostgroup_id = %s AND hostname = %s AND port = %s"
 # constant column names only; the values are parameters
 _REPLACE = f"REPLACE INTO mysql_servers ({_COLUMN_LIST}) VALUES ({_PLACEHOLDERS})"  # noqa: S608
+
+
+_KEY_COLUMNS = COLUMNS[:3]
+_OTHER_COLUMNS = COLUMNS[3:]
+# status compared as ProxySQL's CHECK reads it: a row staged as `online` is ONLINE (and read so)
+_HOLDS = " AND ".join(
+    f"UPPER({name}) = %s" if name == "status" else f"{name} = %s" for name in COLUMNS
+)
+_HAS_KEY = " AND ".join(f"{name} = %s" for name in _KEY_COLUMNS)
+_SET_OTHERS = ", ".join(f"{name} = %s" for name in _OTHER_COLUMNS)
+# constant column names only; the values are parameters
+_UPDATE_IF_HOLDS = f"UPDATE mysql_servers SET {_SET_OTHERS} WHERE {_HOLDS}"  # noqa: S608
+_DELETE_IF_HOLDS = f"DELETE FROM mysql_servers WHERE {_HOLDS}"  # noqa: S608
+_INSERT_IF_ABSENT = (
+    f"INSERT INTO mysql_servers ({_COLUMN_LIST}) SELECT {_PLACEHOLDERS} "  # noqa: S608
+    f"WHERE NOT EXISTS (SELECT 1 FROM mysql_servers WHERE {_HAS_KEY})"
+)
+
+
+def guarded_statement(write: GuardedWrite) -> Statement:
+    """The one statement that makes `write`, and changes no row unless the row still holds
+    what it expects (pure). ProxySQL's admin is SQLite underneath, and says how many rows a
+    statement changed."""
+    if write.expect is None:
+        assert write.write is not None, "a guarded write names a row"
+        return Statement(_INSERT_IF_ABSENT, (*write.write.values(), *write.write.key))
+    if write.write is None:
+        return Statement(_DELETE_IF_HOLDS, write.expect.values())
+    return Statement(_UPDATE_IF_HOLDS, (*write.write.values()[3:], *write.expect.values()))
 
 
 def staging_statements(

@@ -8,7 +8,7 @@ import socket
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, cast
 
-from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, sort_rows
+from checker_core.core.model import COLUMNS, ClusterRows, NodeAddress, ServerRow, sort_rows
 from checker_core.edges.backend import PendingProbes, Prober
 from checker_core.edges.proxysql import (
     LOAD_SERVERS,
@@ -33,6 +33,7 @@ class MemoryAdmin(AdminClient):
         self.meddle: list[ServerRow] = []
         self.where = "memory admin"
         self._parsed = {}
+        self._changed = 0
 
     def read_rows(self, hostgroups: Iterable[int]) -> ClusterRows:
         wanted = set(hostgroups)
@@ -52,9 +53,37 @@ class MemoryAdmin(AdminClient):
     def connections_in_use(self, hostgroups: Iterable[int]) -> dict[tuple[int, NodeAddress], int]:
         return {}
 
+    def changes(self, sql: str, params: Sequence[object] = ()) -> int:
+        self.execute(sql, params)
+        return self._changed
+
+    def _guarded(self, sql: str, params: Sequence[object]) -> int:
+        """A write made only while its row holds what it expects (guarded_statement's forms)."""
+        width = len(COLUMNS)
+        if sql.startswith("INSERT INTO mysql_servers"):
+            row = ServerRow.from_admin(params[:width], any_host=True)
+            if row.key in self.staging:
+                return 0
+            self.staging[row.key] = row
+            return 1
+        expect = ServerRow.from_admin(params[-width:], any_host=True)
+        if self.staging.get(expect.key) != expect:
+            return 0
+        if sql.startswith("DELETE"):
+            del self.staging[expect.key]
+        else:
+            values = (*expect.values()[:3], *params[: width - 3])
+            self.staging[expect.key] = ServerRow.from_admin(values, any_host=True)
+        return 1
+
     def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         self.sent.append(sql)
-        if sql.startswith("DELETE FROM mysql_servers"):
+        self._changed = 0
+        if sql.startswith(("UPDATE mysql_servers", "INSERT INTO mysql_servers")) or (
+            sql.startswith("DELETE FROM mysql_servers") and len(params) == len(COLUMNS)
+        ):
+            self._changed = self._guarded(sql, params)
+        elif sql.startswith("DELETE FROM mysql_servers"):
             del self.staging[tuple(params)]  # type: ignore[arg-type]
         elif sql.startswith("REPLACE INTO mysql_servers"):
             row = ServerRow.from_admin(params)
@@ -66,7 +95,7 @@ class MemoryAdmin(AdminClient):
             raise AdminQueryFailed("memory admin: disk full")
         elif sql == SAVE_SERVERS.sql:
             self.disk = dict(self.staging)
-        if self.meddle and sql.startswith(("DELETE", "REPLACE")):
+        if self.meddle and sql.startswith(("DELETE", "REPLACE", "UPDATE", "INSERT")):
             for row in self.meddle:
                 self.staging[row.key] = row
             self.meddle = []
