@@ -470,9 +470,16 @@ def adopt_command(
 
 
 def _adopt(admin: AdminClient, cluster: ClusterSettings, force: bool, *, dry_run: bool) -> None:
-    """One cluster's adoption: templates written, read back, then loaded and saved."""
+    """One cluster's adoption: templates written, read back, then loaded and saved as a pass's
+    plan is (other hostgroups' staged edits set aside, a failure put back)."""
+    from checker_core.core.model import Plan
     from checker_core.core.roster import adopt_templates
-    from checker_core.edges.proxysql import LOAD_SERVERS, SAVE_SERVERS, staging_statements
+    from checker_core.edges.proxysql import (
+        LOAD_SERVERS,
+        SAVE_SERVERS,
+        AdminError,
+        staging_statements,
+    )
 
     hg = cluster.hostgroups
     rows = admin.read_rows(hg.all)
@@ -504,16 +511,13 @@ def _adopt(admin: AdminClient, cluster: ClusterSettings, force: bool, *, dry_run
         for statement in (*writes, LOAD_SERVERS, SAVE_SERVERS):
             click.echo(f"  {statement.render()}")
         return
-    for statement in writes:
-        admin.execute(statement.sql, statement.params)
-    if admin.read_staging(hg.templates) != adopted:
-        fail(
-            f"cluster {cluster.name}: template rows changed under us (another writer?), "
-            "nothing loaded",
-            Exit.FAILED,
-        )
-    for statement in (LOAD_SERVERS, SAVE_SERVERS):
-        admin.execute(statement.sql, statement.params)
+    # as a pass applies: the templates staged and read back, staged rows of other hostgroups
+    # (an operator's edit, another cluster's) set aside for the LOAD, a failure put back
+    plan = Plan(hg, desired=rows.staged(hg.managed), adopted=adopted, templates=adopted)
+    try:
+        admin.apply(plan, persist=True, warn=click.echo)
+    except AdminError as exc:
+        fail(f"cluster {cluster.name}: {exc}; nothing loaded", Exit.FAILED)
 
 
 @click.command("pause")

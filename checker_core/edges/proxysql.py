@@ -556,8 +556,9 @@ class AdminClient:
             return staged, NOTHING_ASIDE, _AsLive()
         whole = self.read_whole()
         self._verify(whole.staged(checked), wanted)
-        # templates nobody loaded yet are the roster this pass used: its LOAD carries them
-        own = checked if not whole.live(hg.templates) else list(hg.managed)
+        # templates nobody loaded yet are the roster this pass used, and templates this plan
+        # adopts are its own: its LOAD carries them
+        own = checked if plan.adopted or not whole.live(hg.templates) else list(hg.managed)
         ours = sort_rows(r for r in wanted if r.hostgroup_id in own)
         aside, done = self._set_aside(whole, own, ours, writes)
         return staged + len(done.tried), aside, done

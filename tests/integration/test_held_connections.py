@@ -172,3 +172,29 @@ def test_adopt_takes_the_pass_lock(rig: Rig, nodes: list[NodeAddress]) -> None:
     assert rows_as_written(rig.admin.read_rows(HG.all)) == before
     assert rig.load_version() == version
     assert rig.run("adopt", "--force").code == 0
+
+
+def test_adopt_force_loads_no_operators_edit_staged_elsewhere(
+    rig: Rig, nodes: list[NodeAddress]
+) -> None:
+    """adopt --force LOADs its templates as a pass LOADs its plan: an operator's edit staged in
+    a hostgroup the cluster does not manage stays staged, not live (found by the simulated
+    world: the command's LOAD carried it)."""
+    checked_passes(rig, 1)
+    other = 7700
+    rig.admin.execute(
+        "INSERT INTO mysql_servers (hostgroup_id, hostname, port, weight) VALUES (%s, %s, %s, 5)",
+        (other, nodes[0].host, nodes[0].port),
+    )
+    rig.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
+    rig.admin.execute(
+        "UPDATE mysql_servers SET weight = 77 WHERE hostgroup_id = %s", (other,)
+    )  # the operator's edit, not loaded yet
+    result = rig.run("adopt", "--force")
+    assert result.code == 0, result.stderr
+    assert "kept staged, not loaded" in result.stdout
+    rows = rig.admin.read_rows([other])
+    assert [r.weight for r in rows.staging] == [77]
+    assert [r.weight for r in rows.runtime] == [5]
+    rig.admin.execute("DELETE FROM mysql_servers WHERE hostgroup_id = %s", (other,))
+    rig.admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
