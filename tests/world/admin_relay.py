@@ -47,6 +47,8 @@ class AdminRelay(Relay):
         self._arm_lock = threading.Lock()
         # what the faults did: (monotonic time, what, the statement's first words)
         self.done: list[tuple[float, str, str]] = []
+        # when answers were last held back (monotonic), for a pass that ran through it
+        self.slow_until = 0.0
         super().__init__(target)
 
     # -- the world's word ----------------------------------------------------------------

@@ -147,6 +147,11 @@ class Observer:
         daemon = self.world.daemons[kind]
         # a pass the world stopped and continued ran late by the world's hand
         starved = daemon.starving.is_set() or time.monotonic() - daemon.starved_until < 2.0
+        # ProxySQL's admin held slow by the world: an apply runs on to its LOAD, each statement
+        # bounded by the admin's timeout, not the pass's deadline (docs/ARCHITECTURE.md)
+        relay = self.world.relay
+        if relay is not None and (relay.delay > 0 or time.monotonic() - relay.slow_until < 2.0):
+            starved = True
         over = isinstance(duration, (int, float)) and duration > limit + OVERRUN_MS
         if over and not starved and time.monotonic() < self._overloaded_until:
             # the machine, not the checker: every process here ran late (a note, not a verdict)

@@ -687,6 +687,7 @@ class World:
             judge.stalled(True, self.now())
         elif step.action == "admin_unslow":
             self.relay.delay = 0.0
+            self.relay.slow_until = time.monotonic()
             judge.stalled(False, self.now())
         else:
             raise ValueError(f"unknown action {step.action}")
