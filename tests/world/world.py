@@ -607,8 +607,10 @@ class World:
         elif (
             step.action == "switchover"
             and code == 1
-            # a failed switchover that says its pin stays has told the operator the move goes on
+            # a failed switchover that says its pin stays has told the operator the move goes on;
+            # a refused one changed nothing (the writer got there by the cluster's own failover)
             and "the pin stays" not in tail
+            and "refused" not in tail
             and target in self._writers(step.cluster)
         ):
             judge.violation(
