@@ -356,8 +356,11 @@ class Judge:
             # a checker's LOAD sets a foreign edit aside for a moment and writes it back
             since = self._edit_missing.setdefault(spec.name, s.at)
             if s.at - since > EDIT_ASIDE_S:
+                now = staged[0] if staged else "no row"
                 found.append(
-                    self.violation(6, s.at, spec.name, f"the operator's staged edit {row} reverted")
+                    self.violation(
+                        6, s.at, spec.name, f"the operator's staged edit {row} reverted (now {now})"
+                    )
                 )
                 self._edits.pop(spec.name, None)
             return found

@@ -490,7 +490,7 @@ class World:
         elif action in ("starve", "feed"):
             self._starve(step, judge)
         elif action == "staged_edit":
-            self._staged_edit(step, judge, rng)
+            return self._staged_edit(step, judge, rng)
         elif action == "load_edit":
             # a LOAD is ProxySQL's whole staging: every cluster's pending edit goes live with it
             judge.edits_loaded(self.now())
@@ -713,36 +713,40 @@ class World:
                 why="blind",
             )
 
-    def _staged_edit(self, step: Step, judge: Judge, rng: random.Random) -> None:
+    def _staged_edit(self, step: Step, judge: Judge, rng: random.Random) -> bool:
+        """The operator stages a new weight on one row (not loaded): of the hostgroup nobody
+        manages, or of the roster's writer template (its row of n2 when there is one: an
+        adopt --force may have rebuilt the template with fewer rows). False when no row is
+        there to edit."""
         hostgroup = self.spare_hostgroup(step.cluster)
-        node = self.address(step.cluster, "n1")
+        wanted = self.address(step.cluster, "n1")
         if step.field("template"):
-            # the roster's writer template, the weight of its second node
             hostgroup = 8000 + self.specs[step.cluster].writer
-            node = self.address(step.cluster, "n2")
-        host, port = node.rsplit(":", 1)
+            wanted = self.address(step.cluster, "n2")
         with self.admin() as conn, conn.cursor() as cur:
+            rows = [r for r in read_rows(cur, "mysql_servers") if r.hostgroup == hostgroup]
+            if not rows:
+                return False
+            row = next((r for r in rows if r.node == wanted), rows[0])
             live = [
                 r
                 for r in read_rows(cur, "runtime_mysql_servers")
-                if (r.hostgroup, r.node) == (hostgroup, node)
-            ]
-            staged = [
-                r.weight
-                for r in read_rows(cur, "mysql_servers")
-                if (r.hostgroup, r.node) == (hostgroup, node)
+                if (r.hostgroup, r.node) == (hostgroup, row.node)
             ]
             # an edit that changes something: never the weight already staged or live
-            taken = {*staged, *(r.weight for r in live)}
+            taken = {row.weight, *(r.weight for r in live)}
             weight = rng.choice([w for w in range(11, 1000) if w not in taken])
+            host, port = row.node.rsplit(":", 1)
             cur.execute(
                 "UPDATE mysql_servers SET weight = %s WHERE hostgroup_id = %s"
                 " AND hostname = %s AND port = %s",
                 (weight, hostgroup, host, int(port)),
             )
-        judge.staged_edit(
-            step.cluster, Row(hostgroup, node, "ONLINE", weight), live[0] if live else None
-        )
+            if cur.rowcount != 1:
+                return False
+        edited = Row(hostgroup, row.node, row.status, weight)
+        judge.staged_edit(step.cluster, edited, live[0] if live else None)
+        return True
 
     def _daemon_step(self, step: Step, judge: Judge) -> None:
         kind = self.kind_of(step.cluster)
