@@ -528,6 +528,11 @@ class AdminClient:
             # it; staging then stays as the pass wrote it, and live too, likely
             self._put_back(plan, writes, exc, said, reconnect)
             raise ApplyFailed(f"LOAD MYSQL SERVERS TO RUNTIME failed: {exc}") from None
+        except BaseException as exc:
+            # the answer lost (it may have run): the operator's rows set aside as live are his
+            # again in staging either way, on a new connection; nothing of them went live
+            self._write_back(aside, done, exc, said, reconnect)
+            raise
         if on_load is not None:
             on_load()
         if aside:

@@ -524,3 +524,29 @@ def test_an_owed_save_whose_set_aside_cannot_be_undone_says_the_edit_lost_and_st
     assert said.startswith(f"an operator's staged edit of hostgroup {groups} was set aside")
     assert "for a SAVE that did not go out" in said and str(failure) in said
     assert said.endswith("it is gone from mysql_servers; runtime and disk unchanged")
+
+
+def test_a_load_whose_answer_is_lost_gives_the_operator_his_edit_back(tmp_path: Path) -> None:
+    """The LOAD ran and its answer was lost (found by the simulated world: the operator's edit
+    stayed replaced by what is live): his rows set aside are staged again as he left them, on
+    a new connection, and nothing of them is live."""
+    admin = MemoryAdmin([*templates(), *steady(N1), *other_rows()])
+    edit = ServerRow(OTHER, "10.0.0.1", 3306, weight=77)
+    admin.staging[edit.key] = edit
+    live_before = admin.runtime[edit.key]
+    real = admin.execute
+    lost = [False]
+
+    def execute(sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        found = real(sql, params)
+        if sql.startswith("LOAD MYSQL SERVERS") and not lost[0]:
+            lost[0] = True
+            raise AdminUnreachable("memory admin: connection lost after the LOAD")
+        return found
+
+    admin.execute = execute  # type: ignore[method-assign]
+    runner = galera_runner(tmp_path, **ports(admin, ProberSaying({N1})))
+    runner.run(runner.settings.clusters[0], Mode.APPLY)
+    assert lost[0]
+    assert admin.staging[edit.key] == edit
+    assert admin.runtime[edit.key] == live_before
