@@ -251,3 +251,33 @@ def test_a_healthy_node_judged_down_breaks_invariant_7_after_its_bound() -> None
     for at in (0.0, 1.6, 3.0):
         judge.sample(sample(at, routed(readers=(B,)), frozen, status=said))
     assert invariants(judge) == []
+
+
+def test_an_operators_edit_of_a_paused_clusters_row_must_stay_staged_until_the_resume() -> None:
+    judge = Judge([SPEC])
+    judge.paused_after("g1", 0.5)
+    judge.sample(sample(0.6, routed()))
+    assert judge.held("g1")
+    before = Row(11, B, "ONLINE")
+    after = Row(11, B, "ONLINE", 1)
+    edited = tuple(after if r == before else r for r in routed())
+    judge.paused_edit("g1", before, after, 1.0)
+    judge.sample(sample(1.1, routed()))  # read before the edit landed
+    judge.sample(sample(1.6, routed(), staged=edited))
+    judge.sample(sample(2.0, routed()))  # another cluster's LOAD sets it aside
+    judge.sample(sample(2.5, routed(), staged=edited))  # and writes it back
+    assert invariants(judge) == []
+    judge.sample(sample(3.0, routed()))  # the paused checker put back what is live
+    judge.sample(sample(4.1, routed()))
+    assert invariants(judge) == [6]
+    assert "11/127.0.0.1:2/ONLINE/1" in judge.violations[0].what
+
+
+def test_an_edit_of_a_paused_clusters_row_is_no_exception_for_other_rows() -> None:
+    judge = Judge([SPEC])
+    judge.paused_after("g1", 0.5)
+    judge.sample(sample(0.6, routed()))
+    before, after = Row(11, B, "ONLINE"), Row(11, B, "ONLINE", 1)
+    judge.paused_edit("g1", before, after, 1.0)
+    judge.sample(sample(1.1, routed(), staged=routed(writer=C)))
+    assert invariants(judge) == [6]

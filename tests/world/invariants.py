@@ -35,6 +35,9 @@ ONLINE = "ONLINE"
 SETTLED = frozenset({"Synced", "ONLINE"})
 # how long a checker's LOAD may hold an operator's staged edit aside before writing it back
 EDIT_ASIDE_S = 1.0
+# how long after an operator's edit of a paused cluster's own rows a sample may still show staging
+# as it was before it (read before the edit landed)
+PAUSED_EDIT_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +139,10 @@ class Judge:
         self._edit_missing: dict[str, float] = {}
         # edits the operator has LOADed: (row, when) until runtime shows them
         self._loaded: dict[str, tuple[Row, float]] = {}
+        # the operator's edit of a paused cluster's own row: (row before, row staged, when)
+        self._paused_edits: dict[str, tuple[Row, Row, float]] = {}
+        # since when another cluster's LOAD has set that edit aside (written back soon)
+        self._paused_aside: dict[str, float] = {}
         self.checks = 0
         self.violations: list[Violation] = []
         # what happened that is no violation but worth saying (a documented limit met)
@@ -160,9 +167,29 @@ class Judge:
     @_locked
     def resumed(self, cluster: str, at: float, why: str = "paused") -> None:
         self._unwatched.discard((cluster, why))
+        if why == "paused":
+            self._paused_edits.pop(cluster, None)
+            self._paused_aside.pop(cluster, None)
         self._held.pop((cluster, why), None)
         self._holding.pop((cluster, why), None)
         self.hold(cluster, at)
+
+    @_locked
+    def held(self, cluster: str, why: str = "paused") -> bool:
+        """Whether the hold has taken effect: staging is watched for it."""
+        return (cluster, why) in self._held
+
+    @_locked
+    def paused_edit(self, cluster: str, before: Row, after: Row, at: float) -> None:
+        """The operator staged `after` over `before`, a row of the paused cluster's own
+        hostgroups, at `at`: it stays staged, as every other row, until the resume (S5: a
+        pause changes nothing, staging included)."""
+        if (cluster, "paused") not in self._held:
+            return
+        for key, (since, rows) in list(self._held.items()):
+            if key[0] == cluster:  # a blind hold beside the pause watches the same rows
+                self._held[key] = (since, (rows - {before}) | {after})
+        self._paused_edits[cluster] = (before, after, at)
 
     @_locked
     def stalled(self, on: bool, at: float) -> None:
@@ -332,16 +359,37 @@ class Judge:
             if cluster != spec.name or (cluster, why) in self._unwatched:
                 continue
             self.checks += 1
+            if now == rows:
+                self._paused_aside.pop(cluster, None)
+            elif self._edit_as_before(s.at, cluster, rows, now):
+                continue
             if now != rows:
                 self._held[cluster, why] = (since, now)
-                gone = sorted(f"{r.hostgroup}/{r.node}/{r.status}" for r in rows - now)
-                new = sorted(f"{r.hostgroup}/{r.node}/{r.status}" for r in now - rows)
+                gone = sorted(f"{r.hostgroup}/{r.node}/{r.status}/{r.weight}" for r in rows - now)
+                new = sorted(f"{r.hostgroup}/{r.node}/{r.status}/{r.weight}" for r in now - rows)
                 found.append(
                     self.violation(
                         6, s.at, spec.name, f"staged rows changed while {why}: -{gone} +{new}"
                     )
                 )
         return found
+
+    def _edit_as_before(
+        self, at: float, cluster: str, rows: frozenset[Row], now: frozenset[Row]
+    ) -> bool:
+        """Whether staging shows the operator's edit of the paused cluster's row as it was
+        before, for a reason that is no change by the checker: read before the edit landed, or
+        set aside by another cluster's LOAD for a moment."""
+        edit = self._paused_edits.get(cluster)
+        if edit is None:
+            return False
+        before, after, edited = edit
+        if now != (rows - {after}) | {before}:
+            return False
+        if at < edited + PAUSED_EDIT_S:
+            return True
+        aside = self._paused_aside.setdefault(cluster, at)
+        return at - aside <= EDIT_ASIDE_S
 
     def _edit_kept(self, s: Sample, spec: ClusterSpec) -> list[Violation]:
         found = self._edit_live(s, spec)

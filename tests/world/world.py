@@ -601,9 +601,9 @@ class World:
         if step.action == "pause" and code == 0:
             # a pass already under way when the pause file appeared may still finish its apply
             cadence = self.cadence
-            judge.paused_after(
-                step.cluster, ended + (cadence.interval_ms + cadence.max_runtime_ms) / 1000
-            )
+            held = ended + (cadence.interval_ms + cadence.max_runtime_ms) / 1000
+            judge.paused_after(step.cluster, held)
+            self._edit_while_paused(step.cluster, judge, held)
         elif (
             step.action == "switchover"
             and code == 1
@@ -747,6 +747,31 @@ class World:
         edited = Row(hostgroup, row.node, row.status, weight)
         judge.staged_edit(step.cluster, edited, live[0] if live else None)
         return True
+
+    def _edit_while_paused(self, cluster: str, judge: Judge, held: float) -> None:
+        """Once the pause holds, the operator stages a weight of one of the cluster's own
+        reader rows and loads nothing: the paused checker must leave it staged (S5). After the
+        resume, the rows are the checker's again."""
+        time.sleep(max(0.0, held - self.now()) + 0.2)
+        if not judge.held(cluster):
+            return  # resumed already
+        reader = self.specs[cluster].reader
+        with self.admin() as conn, conn.cursor() as cur:
+            rows = sorted(
+                (r for r in read_rows(cur, "mysql_servers") if r.hostgroup == reader),
+                key=lambda r: r.node,
+            )
+            if not rows:
+                return
+            before = rows[0]
+            after = Row(before.hostgroup, before.node, before.status, before.weight + 1)
+            host, port = before.node.rsplit(":", 1)
+            cur.execute(
+                "UPDATE mysql_servers SET weight = %s WHERE hostgroup_id = %s"
+                " AND hostname = %s AND port = %s",
+                (after.weight, reader, host, int(port)),
+            )
+        judge.paused_edit(cluster, before, after, self.now())
 
     def _daemon_step(self, step: Step, judge: Judge) -> None:
         kind = self.kind_of(step.cluster)
