@@ -281,3 +281,16 @@ def test_an_edit_of_a_paused_clusters_row_is_no_exception_for_other_rows() -> No
     judge.paused_edit("g1", before, after, 1.0)
     judge.sample(sample(1.1, routed(), staged=routed(writer=C)))
     assert invariants(judge) == [6]
+
+
+def test_a_blind_clusters_staging_put_back_to_live_for_a_moment_is_a_set_aside() -> None:
+    judge = Judge([SPEC])
+    edited = (Row(11, B, "ONLINE", 1), Row(11, C, "ONLINE"), Row(10, A, "ONLINE"))
+    judge.paused_after("g1", 0.5, why="blind")
+    judge.sample(sample(0.6, routed(), staged=edited))
+    judge.sample(sample(1.0, routed()))  # another cluster's LOAD sets the edit aside
+    judge.sample(sample(1.05, routed(), staged=edited))
+    assert invariants(judge) == []
+    judge.sample(sample(2.0, routed()))
+    judge.sample(sample(3.1, routed()))
+    assert invariants(judge) == [6], "put back to live for good: the checker's change"

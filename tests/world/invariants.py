@@ -35,9 +35,6 @@ ONLINE = "ONLINE"
 SETTLED = frozenset({"Synced", "ONLINE"})
 # how long a checker's LOAD may hold an operator's staged edit aside before writing it back
 EDIT_ASIDE_S = 1.0
-# how long after an operator's edit of a paused cluster's own rows a sample may still show staging
-# as it was before it (read before the edit landed)
-PAUSED_EDIT_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,10 +136,9 @@ class Judge:
         self._edit_missing: dict[str, float] = {}
         # edits the operator has LOADed: (row, when) until runtime shows them
         self._loaded: dict[str, tuple[Row, float]] = {}
-        # the operator's edit of a paused cluster's own row: (row before, row staged, when)
-        self._paused_edits: dict[str, tuple[Row, Row, float]] = {}
-        # since when another cluster's LOAD has set that edit aside (written back soon)
-        self._paused_aside: dict[str, float] = {}
+        # (cluster, why) -> since when a held cluster's staging shows rows as live that were
+        # not: another cluster's LOAD sets them aside for a moment and writes them back
+        self._aside_since: dict[tuple[str, str], float] = {}
         self.checks = 0
         self.violations: list[Violation] = []
         # what happened that is no violation but worth saying (a documented limit met)
@@ -167,9 +163,7 @@ class Judge:
     @_locked
     def resumed(self, cluster: str, at: float, why: str = "paused") -> None:
         self._unwatched.discard((cluster, why))
-        if why == "paused":
-            self._paused_edits.pop(cluster, None)
-            self._paused_aside.pop(cluster, None)
+        self._aside_since.pop((cluster, why), None)
         self._held.pop((cluster, why), None)
         self._holding.pop((cluster, why), None)
         self.hold(cluster, at)
@@ -189,7 +183,8 @@ class Judge:
         for key, (since, rows) in list(self._held.items()):
             if key[0] == cluster:  # a blind hold beside the pause watches the same rows
                 self._held[key] = (since, (rows - {before}) | {after})
-        self._paused_edits[cluster] = (before, after, at)
+                # a sample read before the edit landed shows the row as live, as a set-aside
+                self._aside_since[key] = at
 
     @_locked
     def stalled(self, on: bool, at: float) -> None:
@@ -360,8 +355,8 @@ class Judge:
                 continue
             self.checks += 1
             if now == rows:
-                self._paused_aside.pop(cluster, None)
-            elif self._edit_as_before(s.at, cluster, rows, now):
+                self._aside_since.pop((cluster, why), None)
+            elif self._set_aside(s, (cluster, why), rows, now):
                 continue
             if now != rows:
                 self._held[cluster, why] = (since, now)
@@ -374,22 +369,21 @@ class Judge:
                 )
         return found
 
-    def _edit_as_before(
-        self, at: float, cluster: str, rows: frozenset[Row], now: frozenset[Row]
+    def _set_aside(
+        self, s: Sample, key: tuple[str, str], rows: frozenset[Row], now: frozenset[Row]
     ) -> bool:
-        """Whether staging shows the operator's edit of the paused cluster's row as it was
-        before, for a reason that is no change by the checker: read before the edit landed, or
-        set aside by another cluster's LOAD for a moment."""
-        edit = self._paused_edits.get(cluster)
-        if edit is None:
+        """Whether staging differs from what the hold began with only by rows put back to
+        what is live, for no longer than a LOAD's set-aside lasts: another cluster's LOAD sets
+        an edit staged here aside and writes it back (or a sample was read before the
+        operator's edit landed). Longer, it is a change."""
+        live = frozenset(
+            Row(r.hostgroup, r.node, ONLINE if r.status == "SHUNNED" else r.status, r.weight)
+            for r in s.runtime
+        )
+        if not now - rows <= live or (rows - now) & live:
             return False
-        before, after, edited = edit
-        if now != (rows - {after}) | {before}:
-            return False
-        if at < edited + PAUSED_EDIT_S:
-            return True
-        aside = self._paused_aside.setdefault(cluster, at)
-        return at - aside <= EDIT_ASIDE_S
+        since = self._aside_since.setdefault(key, s.at)
+        return s.at - since <= EDIT_ASIDE_S
 
     def _edit_kept(self, s: Sample, spec: ClusterSpec) -> list[Violation]:
         found = self._edit_live(s, spec)
