@@ -294,3 +294,28 @@ def test_a_blind_clusters_staging_put_back_to_live_for_a_moment_is_a_set_aside()
     judge.sample(sample(2.0, routed()))
     judge.sample(sample(3.1, routed()))
     assert invariants(judge) == [6], "put back to live for good: the checker's change"
+
+
+def test_a_healthy_node_taken_out_of_every_route_before_a_blind_hold_breaks_invariant_6() -> None:
+    judge = Judge([SPEC])
+    judge.paused_after("g1", 1.0, why="blind", since=0.1)
+    judge.sample(sample(0.0, routed()))
+    judge.sample(sample(0.2, routed()))
+    judge.sample(sample(0.6, routed(writer=B, readers=(C,))))  # A moved: no violation yet
+    judge.sample(sample(1.1, routed(writer=B, readers=(A, C))))
+    assert invariants(judge) == [], "a move between the writer and the readers takes no one out"
+    judge.resumed("g1", 2.0, why="blind")
+    judge.paused_after("g1", 3.0, why="blind", since=2.1)
+    judge.sample(sample(2.2, routed()))
+    judge.sample(sample(3.1, routed(writer=None, readers=(C,))))
+    assert invariants(judge) == [6, 6]
+    assert "127.0.0.1:1 taken out of every hostgroup while blind" in judge.violations[0].what
+
+
+def test_a_dead_node_taken_out_before_a_blind_hold_is_no_violation() -> None:
+    judge = Judge([SPEC])
+    dead = world(a=node(process="killed", reach="REFUSED", in_primary=False, readable=False))
+    judge.paused_after("g1", 1.0, why="blind", since=0.1)
+    judge.sample(sample(0.2, routed(), dead))
+    judge.sample(sample(1.1, routed(writer=B, readers=(C,)), dead))
+    assert 6 not in invariants(judge)

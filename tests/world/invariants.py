@@ -139,6 +139,8 @@ class Judge:
         # (cluster, why) -> since when a held cluster's staging shows rows as live that were
         # not: another cluster's LOAD sets them aside for a moment and writes them back
         self._aside_since: dict[tuple[str, str], float] = {}
+        # (cluster, why) -> when the cause of a hold began, and the staged routes seen then
+        self._began: dict[tuple[str, str], tuple[float, frozenset[Row] | None]] = {}
         self.checks = 0
         self.violations: list[Violation] = []
         # what happened that is no violation but worth saying (a documented limit met)
@@ -152,11 +154,21 @@ class Judge:
 
     @_locked
     def paused_after(
-        self, cluster: str, at: float, why: str = "paused", *, watch_staging: bool = True
+        self,
+        cluster: str,
+        at: float,
+        why: str = "paused",
+        since: float | None = None,
+        *,
+        watch_staging: bool = True,
     ) -> None:
-        """The checker changes nothing from `at` on: paused, or blind. Without
-        `watch_staging`, only the bounds wait (a checker starved of CPU may act, late)."""
+        """The checker changes nothing from `at` on: paused, or blind. `since`: when the
+        cause began (the cut of a blind cluster): a pass under way then may still finish,
+        but none takes a healthy node out for what it could not see (checked once it holds).
+        Without `watch_staging`, only the bounds wait (a checker starved of CPU may act, late)."""
         self._holding[cluster, why] = at
+        if since is not None:
+            self._began[cluster, why] = (since, None)
         if not watch_staging:
             self._unwatched.add((cluster, why))
 
@@ -164,6 +176,7 @@ class Judge:
     def resumed(self, cluster: str, at: float, why: str = "paused") -> None:
         self._unwatched.discard((cluster, why))
         self._aside_since.pop((cluster, why), None)
+        self._began.pop((cluster, why), None)
         self._held.pop((cluster, why), None)
         self._holding.pop((cluster, why), None)
         self.hold(cluster, at)
@@ -235,11 +248,15 @@ class Judge:
     def sample(self, s: Sample) -> list[Violation]:
         found: list[Violation] = []
         for spec in self.clusters.values():
+            for key, (since, routes) in list(self._began.items()):
+                if key[0] == spec.name and routes is None and s.at >= since:
+                    self._began[key] = (since, _routes(s.staged, spec))
             for key, at in list(self._holding.items()):
                 if key[0] == spec.name and s.at >= at:
                     del self._holding[key]
                     rows = frozenset(r for r in s.staged if r.hostgroup in spec.managed)
                     self._held[key] = (s.at, rows)
+                    found += self._taken_out(s, spec, key)
             truth = s.truth.get(spec.name)
             if truth is None:
                 continue
@@ -369,6 +386,33 @@ class Judge:
                 )
         return found
 
+    def _taken_out(self, s: Sample, spec: ClusterSpec, key: tuple[str, str]) -> list[Violation]:
+        """The routes to nodes the world says are healthy that a pass took out between the
+        hold's cause and the hold (`since`): a pass under way may finish, but what it could not
+        see is no reason to take a node out."""
+        _, before = self._began.pop(key, (0.0, None))
+        truth = s.truth.get(spec.name)
+        if before is None or truth is None:
+            return []
+        nodes: Mapping[str, Mapping[str, Any]] = truth["nodes"]
+        found = []
+        # out of every route: a move between the writer and the readers is no taking out
+        routed = {r.node for r in _routes(s.staged, spec)}
+        for node in sorted({r.node for r in before} - routed):
+            world = nodes.get(node, {})
+            self.checks += 1
+            if world.get("readable") and world.get("state") in SETTLED:
+                found.append(
+                    self.violation(
+                        6,
+                        s.at,
+                        spec.name,
+                        f"{node} taken out of every hostgroup while {key[1]}, and the world "
+                        f"says it is healthy ({world.get('state')})",
+                    )
+                )
+        return found
+
     def _set_aside(
         self, s: Sample, key: tuple[str, str], rows: frozenset[Row], now: frozenset[Row]
     ) -> bool:
@@ -485,6 +529,15 @@ class Judge:
                     )
                 )
         return found
+
+
+def _routes(staged: Iterable[Row], spec: ClusterSpec) -> frozenset[Row]:
+    """The staged ONLINE rows of the writer and reader hostgroups, weights aside."""
+    return frozenset(
+        Row(r.hostgroup, r.node, r.status)
+        for r in staged
+        if r.hostgroup in (spec.writer, spec.reader) and r.status == ONLINE
+    )
 
 
 def quiescent(

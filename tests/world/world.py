@@ -707,10 +707,12 @@ class World:
         if cmd == "cut":
             # a pass that began before the cut may still apply what it saw
             cadence = self.cadence
+            cut = self.now()
             judge.paused_after(
                 step.cluster,
-                self.now() + (cadence.interval_ms + cadence.max_runtime_ms) / 1000,
+                cut + (cadence.interval_ms + cadence.max_runtime_ms) / 1000,
                 why="blind",
+                since=cut,
             )
 
     def _staged_edit(self, step: Step, judge: Judge, rng: random.Random) -> bool:
