@@ -319,3 +319,17 @@ def test_a_dead_node_taken_out_before_a_blind_hold_is_no_violation() -> None:
     judge.sample(sample(0.2, routed(), dead))
     judge.sample(sample(1.1, routed(writer=B, readers=(C,)), dead))
     assert 6 not in invariants(judge)
+
+
+def test_a_paused_checkers_status_must_still_name_the_routed_writers() -> None:
+    judge = Judge([SPEC])
+    judge.paused_after("g1", 0.5)
+    judge.sample(sample(0.6, routed(), status={"g1": {"writers": [A]}}))
+    judge.sample(sample(1.0, routed(), status={"g1": {"writers": [B]}}))
+    judge.sample(sample(2.6, routed(), status={"g1": {"writers": [B]}}))
+    assert invariants(judge) == [7]
+    blind = Judge([SPEC])
+    blind.paused_after("g1", 0.5, why="blind")
+    blind.sample(sample(1.0, routed(), status={"g1": {"writers": [B]}}))
+    blind.sample(sample(2.6, routed(), status={"g1": {"writers": [B]}}))
+    assert invariants(blind) == []

@@ -484,12 +484,13 @@ class Judge:
 
     def _status_matches(self, s: Sample, spec: ClusterSpec) -> list[Violation]:
         record = s.status.get(spec.name)
-        if record is None or self.quiet(spec.name):
+        if record is None:
             return []
-        found = self._healthy_not_down(s, spec, record)
+        found = [] if self.quiet(spec.name) else self._healthy_not_down(s, spec, record)
         said = set(record.get("writers") or ())
         routed = online(s.runtime, spec.writer)
-        bad = said != routed
+        # a paused checker's passes still read what ProxySQL routes and say it
+        bad = said != routed and not self._quiet_but_paused(spec.name)
         if self._lasting(7, spec.name, "status writers", bad, s.at, spec.status_s):
             found.append(
                 self.violation(
@@ -501,6 +502,11 @@ class Judge:
                 )
             )
         return found
+
+    def _quiet_but_paused(self, cluster: str) -> bool:
+        """Quiet for a reason other than a pause (ProxySQL's admin slow, blind)."""
+        holds = (*self._held, *self._holding)
+        return self._slow_admin or any(c == cluster and why != "paused" for c, why in holds)
 
     def _healthy_not_down(
         self, s: Sample, spec: ClusterSpec, record: Mapping[str, Any]
