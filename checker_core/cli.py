@@ -517,7 +517,7 @@ def _adopt(admin: AdminClient, cluster: ClusterSettings, force: bool, *, dry_run
     try:
         admin.apply(plan, persist=True, warn=click.echo)
     except AdminError as exc:
-        fail(f"cluster {cluster.name}: {exc}; nothing loaded", Exit.FAILED)
+        fail(f"cluster {cluster.name}: adopt failed: {exc}", Exit.FAILED)
 
 
 @click.command("pause")
