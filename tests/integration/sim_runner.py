@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from checker_core.passes.result import Mode, PassResult
 from checker_core.passes.runner import PassRunner
 from checker_core.settings.config import load
 from checker_core.settings.schema import Checker
@@ -35,3 +36,20 @@ def sim_runner(lab: ProxySQLLab, directory: Path) -> Iterator[tuple[SimNodes, Pa
             yield sim, made
         finally:
             made.close()
+
+
+@contextmanager
+def reset_sim_runner(lab: ProxySQLLab, directory: Path) -> Iterator[PassRunner]:
+    """`sim_runner`'s pass runner on a ProxySQL emptied before and after: a test module's own."""
+    lab.reset()
+    try:
+        with sim_runner(lab, directory) as (_, made):
+            yield made
+    finally:
+        lab.reset()
+
+
+def one_pass(runner: PassRunner) -> PassResult:
+    """One acting pass of the runner's one cluster."""
+    (result,) = runner.run_all(Mode.APPLY)
+    return result

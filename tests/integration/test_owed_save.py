@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from checker_core.passes.result import Mode, Outcome, PassResult
+from checker_core.passes.result import Outcome
 from checker_core.passes.runner import PassRunner
-from tests.integration.sim_runner import sim_runner
+from tests.integration.sim_runner import one_pass, reset_sim_runner
 from tests.lab.proxysql import ProxySQLLab, admin_cursor
 
 pytestmark = [pytest.mark.proxysql]
@@ -22,17 +22,8 @@ OTHER = 9500  # a hostgroup no checker manages
 
 @pytest.fixture
 def runner(private_proxysql: ProxySQLLab, tmp_path: Path) -> Iterator[PassRunner]:
-    private_proxysql.reset()
-    try:
-        with sim_runner(private_proxysql, tmp_path / "checker") as (_, made):
-            yield made
-    finally:
-        private_proxysql.reset()
-
-
-def one_pass(runner: PassRunner) -> PassResult:
-    (result,) = runner.run_all(Mode.APPLY)
-    return result
+    with reset_sim_runner(private_proxysql, tmp_path / "checker") as made:
+        yield made
 
 
 def rows(lab: ProxySQLLab, table: str) -> list[tuple[str, int, int]]:

@@ -12,9 +12,9 @@ from typing import Any
 import pymysql
 import pytest
 
-from checker_core.passes.result import Mode, Outcome, PassResult
+from checker_core.passes.result import Outcome
 from checker_core.passes.runner import PassRunner
-from tests.integration.sim_runner import sim_runner
+from tests.integration.sim_runner import one_pass, reset_sim_runner
 from tests.lab.proxysql import ProxySQLLab, admin_cursor
 
 pytestmark = [pytest.mark.proxysql]
@@ -25,17 +25,8 @@ HOST = "127.0.0.9"
 
 @pytest.fixture
 def runner(private_proxysql: ProxySQLLab, tmp_path: Path) -> Iterator[PassRunner]:
-    private_proxysql.reset()
-    try:
-        with sim_runner(private_proxysql, tmp_path / "checker") as (_, made):
-            yield made
-    finally:
-        private_proxysql.reset()
-
-
-def one_pass(runner: PassRunner) -> PassResult:
-    (result,) = runner.run_all(Mode.APPLY)
-    return result
+    with reset_sim_runner(private_proxysql, tmp_path / "checker") as made:
+        yield made
 
 
 def weights(lab: ProxySQLLab, table: str) -> list[int]:
