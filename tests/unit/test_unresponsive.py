@@ -500,9 +500,6 @@ def test_a_pass_waits_for_a_silent_node_until_its_time_is_up_not_past_it(
 
     from checker_core.edges.backend import PendingProbes
     from checker_core.passes.result import Mode
-    from tests.unit.config_cases import galera_runner, galera_settings
-    from tests.unit.fakes import MemoryAdmin, ports
-    from tests.unit.galera_cases import templates
 
     asked: list[Mapping[NodeAddress, float]] = []
 
@@ -517,19 +514,7 @@ def test_a_pass_waits_for_a_silent_node_until_its_time_is_up_not_past_it(
             return super().collect(deadline, only, enough)
 
     now = [90.0]
-    prober = SilentWriter(500.0, Recorded)
-    settings = galera_settings(tmp_path)
-    cluster = replace(settings.clusters[0], unresponsive_after_ms=1000, retry_down=3)
-    settings = replace(settings, clusters=(cluster,))
-    admin = MemoryAdmin([*templates(), *steady(N1)])
-    runner = galera_runner(
-        tmp_path, settings=settings, **ports(admin, prober, clock=lambda: now[0])
-    )
-    runner.run(cluster, Mode.APPLY)
-    prober.silent = True
-    now[0] = 100.0
-    found = runner.run(cluster, Mode.APPLY)
-    assert found.decision is not None and found.decision.memory[N1].silent_since == 99.5
+    runner, cluster, _ = found_silent(tmp_path, SilentWriter(500.0, Recorded), now)
     asked.clear()
     now[0] = 100.2
     before = time.monotonic()
@@ -757,16 +742,30 @@ def test_the_pass_that_decides_starts_by_the_shortest_wait_for_a_silent_probe(
     """A probe of a frozen node on an open connection gives up at the read timeout (here 0.3
     s, the connect timeout 0.5 s): the pass that decides starts 0.3 s before the silence
     reaches the time, so that its wait ends at that moment, not before it."""
+
+    now = [90.0]
+    _, _, found = found_silent(tmp_path, SilentWriter(500.0), now, (500, 300))
+    assert found.decision.due[N1] == pytest.approx(100.2)
+
+
+def found_silent(
+    tmp_path: Path, prober: Any, now: list[float], timeouts_ms: tuple[int, int] | None = None
+) -> tuple[Any, Any, Any]:
+    """A writer healthy at 90 s, then silent: the runner, its cluster (unresponsive_after_ms
+    1000, retry_down 3) and the pass at 100 s that finds the silence begun at 99.5 s.
+    `timeouts_ms`: the monitor's connect and read timeouts, when not the defaults."""
     from checker_core.passes.result import Mode
     from tests.unit.config_cases import galera_runner, galera_settings
     from tests.unit.fakes import MemoryAdmin, ports
     from tests.unit.galera_cases import templates
 
-    now = [90.0]
-    prober = SilentWriter(500.0)
     settings = galera_settings(tmp_path)
-    monitor = replace(settings.monitor, connect_timeout_ms=500, read_timeout_ms=300)
     cluster = replace(settings.clusters[0], unresponsive_after_ms=1000, retry_down=3)
+    monitor = settings.monitor
+    if timeouts_ms is not None:
+        monitor = replace(
+            monitor, connect_timeout_ms=timeouts_ms[0], read_timeout_ms=timeouts_ms[1]
+        )
     settings = replace(settings, clusters=(cluster,), monitor=monitor)
     admin = MemoryAdmin([*templates(), *steady(N1)])
     runner = galera_runner(
@@ -777,4 +776,4 @@ def test_the_pass_that_decides_starts_by_the_shortest_wait_for_a_silent_probe(
     now[0] = 100.0
     found = runner.run(cluster, Mode.APPLY)
     assert found.decision is not None and found.decision.memory[N1].silent_since == 99.5
-    assert found.decision.due[N1] == pytest.approx(100.2)
+    return runner, cluster, found
