@@ -6,8 +6,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+# how often a wait for a lock asks again: a pass holds it well under a second in the steady case
+WAIT_STEP_S = 0.02
 
 
 @contextlib.contextmanager
@@ -36,3 +40,31 @@ def cluster_lock(path: Path) -> Iterator[bool]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def wait_free(
+    path: Path,
+    timeout_s: float,
+    monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str | None:
+    """Wait until nobody holds the lock at `path` (taking it for a moment, then letting it go):
+    None once it was free, else the pid its holder wrote, or "" when it wrote none. A missing
+    lock file is a free lock (no pass ever ran here)."""
+    if not path.exists():
+        return None
+    end = monotonic() + timeout_s
+    while True:
+        with cluster_lock(path) as held:
+            if held:
+                return None
+        if monotonic() >= end:
+            return _holder(path)
+        sleep(min(WAIT_STEP_S, max(0.0, end - monotonic())))
+
+
+def _holder(path: Path) -> str:
+    try:
+        return path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""

@@ -126,6 +126,9 @@ class RunResult:
     samples: int = 0
     seconds: float = 0.0
     outcomes: list[Outcome] = field(default_factory=list)
+    # each checker LOAD's distance from its connection's last read of staging, in ms: the
+    # window in which an operator's edit goes live with it unseen
+    load_windows_ms: list[float] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -599,11 +602,9 @@ class World:
         with self._lock:
             self.outcomes.append(Outcome(step, tuple(argv), code, started, ended, tail))
         if step.action == "pause" and code == 0:
-            # a pass already under way when the pause file appeared may still finish its apply
-            cadence = self.cadence
-            held = ended + (cadence.interval_ms + cadence.max_runtime_ms) / 1000
-            judge.paused_after(step.cluster, held)
-            self._edit_while_paused(step.cluster, judge, held)
+            # the command returns once no pass or eviction under way can change anything
+            judge.paused_after(step.cluster, ended)
+            self._edit_while_paused(step.cluster, judge, ended)
         elif (
             step.action == "switchover"
             and code == 1
@@ -739,15 +740,17 @@ class World:
             taken = {row.weight, *(r.weight for r in live)}
             weight = rng.choice([w for w in range(11, 1000) if w not in taken])
             host, port = row.node.rsplit(":", 1)
+            sent = self.now()
             cur.execute(
                 "UPDATE mysql_servers SET weight = %s WHERE hostgroup_id = %s"
                 " AND hostname = %s AND port = %s",
                 (weight, hostgroup, host, int(port)),
             )
+            answered = self.now()
             if cur.rowcount != 1:
                 return False
         edited = Row(hostgroup, row.node, row.status, weight)
-        judge.staged_edit(step.cluster, edited, live[0] if live else None)
+        judge.staged_edit(step.cluster, edited, live[0] if live else None, (sent, answered))
         return True
 
     def _edit_while_paused(self, cluster: str, judge: Judge, held: float) -> None:
