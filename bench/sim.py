@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import functools
 import random
+import statistics
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -82,6 +83,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         total.samples += r.samples
         total.seconds += r.seconds
         total.violations += r.violations
+    windows = sorted(w for r in results for w in r.load_windows_ms)
+    if windows:
+        print(
+            f"checker LOADs: {len(windows)}; last read of staging to LOAD: median "
+            f"{statistics.median(windows):.1f} ms, 99th percentile "
+            f"{windows[int(0.99 * (len(windows) - 1))]:.1f} ms, longest {windows[-1]:.1f} ms"
+        )
     print(
         f"in all: {len(results)} runs, {total.seconds / 60:.1f} min, {total.faults_done} faults "
         f"and operator actions ({total.steps_done} steps with heals), {total.checks} invariant "

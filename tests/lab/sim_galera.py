@@ -109,6 +109,9 @@ class _Member:
     delay_s: float = 0.0
     cut: bool = False
     commits: int = 0
+    # this process (this uuid) has gone unheard by its peers at least once: only such a
+    # process may fairly be evicted
+    silenced: bool = False
 
 
 @dataclass(slots=True)
@@ -329,6 +332,7 @@ class GaleraCluster:
                 "state": self._state(m)[1],
                 "role": None,
                 "evict_list": list(m.evict_list),
+                "silenced": m.silenced,
             }
         return {
             "kind": self.kind,
@@ -551,7 +555,7 @@ class GaleraCluster:
         m.uuid = self._new_uuid()
         m.process = Process.JOINING
         m.port_open = False
-        m.needs_restart = m.donor = m.cut = False
+        m.needs_restart = m.donor = m.cut = m.silenced = False
         m.variables["wsrep_desync"] = "OFF"
         m.synced_at = None
         m.join_at = self.now + min(self.view_change_s, self.join_s)
@@ -562,6 +566,7 @@ class GaleraCluster:
         if m.process is not Process.RUNNING:
             raise ValueError(f"freeze: {m.address} is {m.process.name.lower()}, not running")
         m.process = Process.FROZEN
+        m.silenced = True
         self._go_silent(m, self.suspect_timeout_s)
         return None
 
@@ -580,6 +585,7 @@ class GaleraCluster:
         if m.process is not Process.RUNNING:
             raise ValueError(f"isolate: {m.address} is {m.process.name.lower()}, not running")
         m.process = Process.ISOLATED
+        m.silenced = True
         self._go_silent(m, self.suspect_timeout_s)
         return None
 

@@ -348,6 +348,7 @@ class GrCluster:
                 "state": "" if member.proc == "down" else own,
                 "role": self._own_role(member) if own in _IN_GROUP else None,
                 "evict_list": [],
+                "silenced": False,
                 "writes": member.writes,
             }
         return {

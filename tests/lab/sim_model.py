@@ -24,6 +24,8 @@ world checks ProxySQL's routing and the checker's words against. Its shape, for 
         "state": str,                # wsrep_local_state_comment / MEMBER_STATE, as it says it
         "role": str | None,          # GR: PRIMARY / SECONDARY; Galera: None
         "evict_list": [str, ...],    # Galera: this member's wsrep_evs_evict_list; GR: []
+        "silenced": bool,            # this process has gone unheard by its peers (frozen,
+                                     # cut off from them) at least once: evicting it is fair
      }}}
 """
 

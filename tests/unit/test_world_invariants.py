@@ -173,6 +173,32 @@ def test_an_operators_staged_edit_set_aside_for_a_moment_is_kept() -> None:
     assert invariants(judge) == [6], "the checker loaded it"
 
 
+@pytest.mark.parametrize(
+    ("edit_at", "load", "loaded_by_the_checker"),
+    [
+        ((0.50, 0.51), (0.505, 0.507), False),  # answered after the last read: unseen
+        ((0.50, 0.51), (0.49, 0.52), False),  # in flight across both
+        ((0.50, 0.51), (0.52, 0.53), True),  # read after the edit's answer: seen, and loaded
+        ((0.50, 0.51), (0.40, 0.45), True),  # the LOAD went out before the edit did
+        (None, (0.49, 0.52), True),  # an edit of unknown time: the checker's
+    ],
+)
+def test_an_edit_staged_between_a_checkers_last_read_and_its_load_is_a_note(
+    edit_at: tuple[float, float] | None,
+    load: tuple[float, float],
+    loaded_by_the_checker: bool,
+) -> None:
+    edit = Row(90, A, "ONLINE", 77)
+    before = Row(90, A, "ONLINE", 10)
+    base = routed()
+    judge = Judge([SPEC])
+    judge.staged_edit("g1", edit, before, edit_at)
+    judge.checker_loads([load])
+    judge.sample(sample(0.6, (*base, edit), staged=(*base, edit)))
+    assert invariants(judge) == ([6] if loaded_by_the_checker else [])
+    assert bool(judge.notes) is not loaded_by_the_checker
+
+
 def test_an_operators_staged_edit_reverted_or_not_made_live_breaks_invariant_6() -> None:
     edit = Row(90, A, "ONLINE", 77)
     before = Row(90, A, "ONLINE", 10)
@@ -333,3 +359,22 @@ def test_a_paused_checkers_status_must_still_name_the_routed_writers() -> None:
     blind.sample(sample(1.0, routed(), status={"g1": {"writers": [B]}}))
     blind.sample(sample(2.6, routed(), status={"g1": {"writers": [B]}}))
     assert invariants(blind) == []
+
+
+def test_a_process_its_peers_always_heard_on_an_eviction_list_breaks_invariant_4_at_once() -> None:
+    lists = {"evict_list": ["new-c"]}
+    # the frozen process was evicted, fairly; its node restarted under a new identity
+    fair = world(a=node(identity="a", **lists), c=node(identity="old-c", silenced=True))
+    fair["g1"]["nodes"][A]["evict_list"] = ["old-c"]
+    judge = Judge([SPEC])
+    judge.sample(sample(0.0, routed(), fair))
+    assert invariants(judge) == []
+    # the restarted node's new process evicted: it never went silent
+    unfair = world(
+        a=node(identity="a", **lists),
+        c=node(identity="new-c", process="joining", silenced=False),
+    )
+    judge.sample(sample(0.1, routed(), unfair))
+    judge.sample(sample(0.2, routed(), unfair))
+    assert invariants(judge) == [4], "said once"
+    assert "new-c" in judge.violations[0].what

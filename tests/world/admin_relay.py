@@ -11,6 +11,11 @@ real admin interface and a real network do:
 
 A fault is armed for one statement and lapses after `ARMED_S` unmatched. The relay speaks no TLS:
 the world's admin connections are plain.
+
+It also keeps, for every `LOAD MYSQL SERVERS TO RUNTIME` a checker sends, when that connection's
+last read of `mysql_servers` went out before it (`loads`): an edit staged between the two is one
+the checker could not see and its LOAD carries (ProxySQL loads the whole table, without a
+transaction); the world measures that window and tells such an edit from a checker's fault.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from tests.containers.relay import Relay
 COM_QUERY = 0x03
 ARMED_S = 10.0
 CHUNK = 65536
+LOAD_SERVERS = re.compile(r"^\s*LOAD\s+MYSQL\s+SERVERS\s+TO\s+RUNTIME", re.IGNORECASE)
+READS_SERVERS = re.compile(r"^\s*SELECT\b.*\bmysql_servers\b", re.IGNORECASE | re.DOTALL)
 
 
 @dataclass
@@ -49,6 +56,9 @@ class AdminRelay(Relay):
         self.done: list[tuple[float, str, str]] = []
         # when answers were last held back (monotonic), for a pass that ran through it
         self.slow_until = 0.0
+        # (the last read of mysql_servers on its connection, the LOAD): monotonic times at
+        # which the relay passed them on
+        self.loads: list[tuple[float, float]] = []
         super().__init__(target)
 
     # -- the world's word ----------------------------------------------------------------
@@ -59,6 +69,11 @@ class AdminRelay(Relay):
     def drop(self, pattern: str, *, after: bool) -> None:
         what = "drop_after" if after else "drop_before"
         self._arm(_Armed(re.compile(pattern, re.IGNORECASE), what))
+
+    def loads_after(self, seen: int) -> list[tuple[float, float]]:
+        """The LOAD windows (see the module's docstring) after the first `seen`."""
+        with self._arm_lock:
+            return self.loads[seen:]
 
     def _arm(self, armed: _Armed) -> None:
         armed.until = time.monotonic() + ARMED_S
@@ -89,6 +104,7 @@ class AdminRelay(Relay):
         self, client: socket.socket, upstream: socket.socket, cut: threading.Event
     ) -> None:
         """The checker's packets, one by one: a COM_QUERY an armed fault matches is failed."""
+        last_read: float | None = None
         try:
             while True:
                 header = _read_exact(client, 4)
@@ -100,9 +116,17 @@ class AdminRelay(Relay):
                 if payload is None:
                     break
                 armed = None
+                text = ""
                 if payload[:1] == bytes([COM_QUERY]):
-                    armed = self._take(payload[1:].decode("utf-8", "replace"))
+                    text = payload[1:].decode("utf-8", "replace")
+                    armed = self._take(text)
                 if armed is None:
+                    now = time.monotonic()
+                    if READS_SERVERS.search(text):
+                        last_read = now
+                    elif LOAD_SERVERS.search(text):
+                        with self._arm_lock:
+                            self.loads.append((now if last_read is None else last_read, now))
                     upstream.sendall(header + payload)
                 elif armed.what == "refuse":
                     client.sendall(_error(seq + 1, armed.code, armed.message))

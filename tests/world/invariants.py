@@ -9,7 +9,7 @@ The numbers are issue 39's:
    for the writer) for longer than the detection bound
  3 the writer hostgroup never empty while a writable node exists, beyond the bound
  4 a node healthy for a while is back in its hostgroups within the recovery bound; no live
-   process left on an eviction list (at quiescence)
+   process left on an eviction list (at quiescence), none its peers always heard on one ever
  5 nothing the checker changed outside itself is left changed at quiescence (variables,
    staged rows, eviction lists)
  6 pause, standby, deferred and dry-run change nothing; an operator's staged edit is never
@@ -132,6 +132,10 @@ class Judge:
         self._quiet_until: dict[str, float] = {}
         # staged edits of the operator not yet loaded: (row it staged, runtime row before)
         self._edits: dict[str, tuple[Row, Row | None]] = {}
+        # when each edit's UPDATE went out and when its answer came (sample time)
+        self._edit_at: dict[str, tuple[float, float]] = {}
+        # checkers' LOADs: (their connection's last read of staging, the LOAD), sample time
+        self.loads: list[tuple[float, float]] = []
         # (invariant 6) an edit's row missing from staging since (set aside for a LOAD: brief)
         self._edit_missing: dict[str, float] = {}
         # edits the operator has LOADed: (row, when) until runtime shows them
@@ -221,8 +225,33 @@ class Judge:
             self._since[key] = max(self._since[key], at)
 
     @_locked
-    def staged_edit(self, cluster: str, row: Row, before: Row | None) -> None:
+    def staged_edit(
+        self, cluster: str, row: Row, before: Row | None, at: tuple[float, float] | None = None
+    ) -> None:
+        """The operator staged `row` (over the live `before`); `at`: when his UPDATE went out
+        and when its answer came."""
         self._edits[cluster] = (row, before)
+        if at is not None:
+            self._edit_at[cluster] = at
+
+    @_locked
+    def checker_loads(self, windows: Iterable[tuple[float, float]]) -> None:
+        """Checkers' LOADs as the admin relay passed them on: each with its connection's last
+        read of staging before it (an edit staged in between is one it could not see)."""
+        self.loads.extend(windows)
+
+    def _unseen_by_a_load(self, cluster: str) -> tuple[float, float] | None:
+        """The checker's LOAD whose last read of staging went out before the operator's edit
+        was answered, and which itself went out after his edit did: it carries what it could
+        not have seen (ProxySQL loads the whole table, without a transaction)."""
+        sent_answered = self._edit_at.get(cluster)
+        if sent_answered is None:
+            return None
+        sent, answered = sent_answered
+        for read, load in reversed(self.loads):
+            if read <= answered and load >= sent:
+                return read, load
+        return None
 
     @_locked
     def edits_loaded(self, at: float, *, superseded: bool = False) -> None:
@@ -234,6 +263,7 @@ class Judge:
         if superseded:
             self._loaded.clear()
         self._edits.clear()
+        self._edit_at.clear()
         self._edit_missing.clear()
 
     @_locked
@@ -265,6 +295,7 @@ class Judge:
             found += self._routes(s, spec, nodes)
             found += self._writer_present(s, spec, nodes)
             found += self._back(s, spec, nodes)
+            found += self._evicted_unfairly(s, spec, nodes)
             found += self._paused_unchanged(s, spec)
             found += self._edit_kept(s, spec)
             found += self._status_matches(s, spec)
@@ -364,6 +395,34 @@ class Judge:
                 )
         return found
 
+    def _evicted_unfairly(
+        self, s: Sample, spec: ClusterSpec, nodes: Mapping[str, Mapping[str, Any]]
+    ) -> list[Violation]:
+        """No process its peers have always heard is on an eviction list: only the checker
+        evicts here, and only a member gone silent to its peers is fair game (a restarted
+        node's new process at the old one's address is not)."""
+        listed = {u for w in nodes.values() for u in (w.get("evict_list") or ())}
+        found = []
+        for node, world in nodes.items():
+            identity = world.get("identity")
+            self.checks += 1
+            if identity is None or identity not in listed or world.get("silenced", True):
+                continue
+            key = (4, spec.name, f"evicted {identity}")
+            if key in self._reported:
+                continue
+            self._reported.add(key)
+            found.append(
+                self.violation(
+                    4,
+                    s.at,
+                    spec.name,
+                    f"{node}'s process {identity} ({world['process']}) is on an eviction list, "
+                    "and its peers never stopped hearing it",
+                )
+            )
+        return found
+
     def _paused_unchanged(self, s: Sample, spec: ClusterSpec) -> list[Violation]:
         found = []
         now = frozenset(r for r in s.staged if r.hostgroup in spec.managed)
@@ -452,10 +511,26 @@ class Judge:
             return found
         self._edit_missing.pop(spec.name, None)
         if row in live and before != row:
-            found.append(
-                self.violation(6, s.at, spec.name, f"the operator's staged edit {row} loaded")
-            )
+            unseen = self._unseen_by_a_load(spec.name)
+            if unseen is not None:
+                read, load = unseen
+                self.notes.append(
+                    f"{s.at:.2f}s [{spec.name}]: the operator's edit {row} was staged between a "
+                    f"checker's last read of staging and its LOAD ({1000 * (load - read):.1f} ms "
+                    "apart), which carried it live"
+                )
+            else:
+                before_said = "nothing live" if before is None else f"live {before.weight}"
+                found.append(
+                    self.violation(
+                        6,
+                        s.at,
+                        spec.name,
+                        f"the operator's staged edit {row} loaded (over {before_said})",
+                    )
+                )
             self._edits.pop(spec.name, None)
+            self._edit_at.pop(spec.name, None)
         return found
 
     def _edit_live(self, s: Sample, spec: ClusterSpec) -> list[Violation]:

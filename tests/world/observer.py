@@ -63,6 +63,7 @@ class Observer:
         self._no_pass_said: set[str] = set()
         self.traceback_lines: list[str] = []
         self._overloaded_until = 0.0
+        self._loads_seen = 0
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="observer", daemon=True)
@@ -92,6 +93,7 @@ class Observer:
                 self._stop.wait(PERIOD_S)
                 continue
             with self.lock:
+                self._feed_loads()
                 self.judge.sample(sample)
                 self.samples += 1
                 self.last = sample
@@ -103,6 +105,16 @@ class Observer:
             self._stop.wait(max(0.0, PERIOD_S - took))
         if conn is not None:
             conn.close()
+
+    def _feed_loads(self) -> None:
+        """The checkers' LOADs the relay passed on since the last look, in the world's time."""
+        relay = self.world.relay
+        if relay is None:
+            return
+        new = relay.loads_after(self._loads_seen)
+        self._loads_seen += len(new)
+        t0 = self.world.t0
+        self.judge.checker_loads((read - t0, load - t0) for read, load in new)
 
     def _follow_logs(self, at: float) -> None:
         for kind, follower in self._logs.items():

@@ -94,6 +94,7 @@ def run(
         for error in observer.errors[:5]:
             say(f"observer: {error}")
         result.notes = list(judge.notes)
+        result.load_windows_ms = [1000 * (load - read) for read, load in judge.loads]
     return result
 
 
