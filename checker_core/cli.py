@@ -6,6 +6,7 @@ Precedence of settings: config file < environment (CHECKER_*) < command line (--
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -462,16 +463,30 @@ def adopt_command(
                             "nothing changed, try again",
                             Exit.FAILED,
                         )
-                    _adopt(admin, cluster, force, dry_run=False)
+                    _adopt(
+                        admin,
+                        cluster,
+                        force,
+                        dry_run=False,
+                        reconnect=functools.partial(AdminClient.connect, settings.proxysql),
+                    )
     except AdminError as exc:
         fail(str(exc), _admin_exit(exc))
     except BadRow as exc:
         fail(f"bad input, nothing changed: {exc}", Exit.BAD_INPUT)
 
 
-def _adopt(admin: AdminClient, cluster: ClusterSettings, force: bool, *, dry_run: bool) -> None:
+def _adopt(
+    admin: AdminClient,
+    cluster: ClusterSettings,
+    force: bool,
+    *,
+    dry_run: bool,
+    reconnect: Callable[[], AdminClient] | None = None,
+) -> None:
     """One cluster's adoption: templates written, read back, then loaded and saved as a pass's
-    plan is (other hostgroups' staged edits set aside, a failure put back)."""
+    plan is (other hostgroups' staged edits set aside, a failure put back: on a new connection
+    from `reconnect` when this one is lost, a LOAD's answer with it)."""
     from checker_core.core.model import Plan
     from checker_core.core.roster import adopt_templates
     from checker_core.edges.proxysql import (
@@ -515,7 +530,7 @@ def _adopt(admin: AdminClient, cluster: ClusterSettings, force: bool, *, dry_run
     # (an operator's edit, another cluster's) set aside for the LOAD, a failure put back
     plan = Plan(hg, desired=rows.staged(hg.managed), adopted=adopted, templates=adopted)
     try:
-        admin.apply(plan, persist=True, warn=click.echo)
+        admin.apply(plan, persist=True, warn=click.echo, reconnect=reconnect)
     except AdminError as exc:
         fail(f"cluster {cluster.name}: adopt failed: {exc}", Exit.FAILED)
 

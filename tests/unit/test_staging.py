@@ -550,3 +550,53 @@ def test_a_load_whose_answer_is_lost_gives_the_operator_his_edit_back(tmp_path: 
     assert lost[0]
     assert admin.staging[edit.key] == edit
     assert admin.runtime[edit.key] == live_before
+
+
+class LosesTheLoadsAnswer(MemoryAdmin):
+    """The first LOAD runs and its answer is lost with the connection: every later statement
+    on that first connection fails; a new connection (`connect`) works."""
+
+    def __init__(self, staging: Iterable[ServerRow]) -> None:
+        super().__init__(staging)
+        self.connections = 0
+        self.lost = False
+
+    def connect_again(self, *_args: object) -> LosesTheLoadsAnswer:
+        self.connections += 1
+        return self
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        if self.lost and self.connections == 1:
+            raise AdminUnreachable("memory admin: this connection is gone")
+        found = super().execute(sql, params)
+        if sql.startswith("LOAD MYSQL SERVERS") and not self.lost:
+            self.lost = True
+            raise AdminUnreachable("memory admin: connection lost after the LOAD")
+        return found
+
+
+def test_adopt_force_whose_load_answer_is_lost_gives_the_operator_his_edit_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """adopt --force sets an operator's edit elsewhere aside for its LOAD; the LOAD ran and its
+    answer was lost (found by the simulated world: the command, unlike a pass, had no second
+    connection, and the edit stayed replaced by what is live). It is staged again as he left
+    it, on a new connection, and the command exits 1."""
+    from click.testing import CliRunner
+
+    from checker_core.edges.proxysql import AdminClient
+    from galera_checker.cli import build as build_galera
+    from tests.unit.config_cases import CONFIG, config_file
+
+    admin = LosesTheLoadsAnswer([*templates(), *steady(N1), *other_rows()])
+    edit = ServerRow(OTHER, "10.0.0.1", 3306, weight=77)
+    admin.staging[edit.key] = edit
+    live_before = admin.runtime[edit.key]
+    monkeypatch.setattr(AdminClient, "connect", classmethod(lambda _c, *a: admin.connect_again()))
+    path = config_file(tmp_path, CONFIG)
+    done = CliRunner().invoke(build_galera(), ["--config", str(path), "adopt", "--force"])
+    assert admin.lost, done.output
+    assert done.exit_code == 1, done.output
+    assert admin.connections == 2, "no new connection for the write-back"
+    assert admin.staging[edit.key] == edit
+    assert admin.runtime[edit.key] == live_before
