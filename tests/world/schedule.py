@@ -98,6 +98,8 @@ OPERATOR: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ("switchover_and_pass", ("galera", "gr"), 1),
     ("scheduler_pass", ("galera", "gr"), 2),
     ("dry_run", ("galera", "gr"), 2),
+    # switchover --dry-run (to the writer, to another node, or --release): the pin untouched
+    ("switchover_dry_run", ("galera", "gr"), 1),
     ("reload", ("galera", "gr"), 1),
     ("daemon_restart", ("galera", "gr"), 1),
     ("daemon_kill", ("galera", "gr"), 1),

@@ -89,6 +89,8 @@ CADENCES = {"steady": STEADY, "fast": FAST, "tight": TIGHT}
 
 
 CHECKERS = {"galera": "galera_checker", "gr": "gr_checker"}
+# commands that may refuse a target the world chose (exit 2, nothing changed)
+SWITCHOVERS = frozenset({"switchover", "switchover_dry_run"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +238,9 @@ class World:
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
         self.outcomes: list[Outcome] = []
+        # cluster -> moves of its pin begun or ended (a switchover, its release, a lost state
+        # directory): a dry run's check of the pin holds only while this stays the same
+        self._pin_moves: dict[str, int] = {}
 
     # -- start and stop --------------------------------------------------------------------
 
@@ -479,6 +484,7 @@ class World:
             "switchover",
             "scheduler_pass",
             "dry_run",
+            "switchover_dry_run",
             "adopt",
             "adopt_force",
         ):
@@ -570,6 +576,8 @@ class World:
             argv = daemon.argv("run")
         elif step.action == "dry_run":
             argv = daemon.argv("run", "--dry-run")
+        elif step.action == "switchover_dry_run":
+            argv = self._switchover_dry_run(step.cluster, rng)
         elif step.action == "adopt":
             argv = daemon.argv("adopt")
         elif step.action == "adopt_force":
@@ -583,6 +591,12 @@ class World:
                 return
             argv += ["--to", target]
         started = self.now()
+        moves_pin = step.action == "switchover"
+        with self._lock:
+            if moves_pin:
+                self._pin_moves[step.cluster] = self._pin_moves.get(step.cluster, 0) + 1
+            pin_moves = self._pin_moves.get(step.cluster, 0)
+        pin = self._pin(step.cluster)
         if step.action == "resume":
             # the checker may act again as soon as the pause file is gone, before the command ends
             judge.resumed(step.cluster, started)
@@ -601,6 +615,16 @@ class World:
         ended = self.now()
         with self._lock:
             self.outcomes.append(Outcome(step, tuple(argv), code, started, ended, tail))
+            pin_moved = self._pin_moves.get(step.cluster, 0) != pin_moves
+        if step.action == "switchover_dry_run" and not pin_moved and self._pin(step.cluster) != pin:
+            # no switchover of the cluster began meanwhile: only this command can have moved it
+            judge.violation(
+                6,
+                ended,
+                step.cluster,
+                f"a dry run changed the writer pin from {pin} to {self._pin(step.cluster)}: "
+                f"{' '.join(argv[-4:])}",
+            )
         if step.action == "pause" and code == 0:
             # the command returns once no pass or eviction under way can change anything
             judge.paused_after(step.cluster, ended)
@@ -626,9 +650,12 @@ class World:
             subprocess.run(
                 release, cwd=ROOT, capture_output=True, timeout=60, env=_env(), check=False
             )
+        if moves_pin:
+            with self._lock:
+                self._pin_moves[step.cluster] += 1
         if "Traceback" in tail:
             judge.violation(8, ended, step.cluster, f"{step.action} printed a traceback: {tail}")
-        elif code == 2 and step.action == "switchover" and "refused" in tail:
+        elif code == 2 and step.action in SWITCHOVERS and "refused" in tail:
             # the target the world chose is no writer to the checker's rules by the time it
             # looked (a fault came, or it is slow to answer): refused, nothing changed
             pass
@@ -645,6 +672,29 @@ class World:
             for r in self.rows("runtime_mysql_servers")
             if r.hostgroup == self.specs[cluster].writer and r.status == "ONLINE"
         }
+
+    def _switchover_dry_run(self, cluster: str, rng: random.Random) -> list[str]:
+        """The operator asks what a switchover would do: to the node that writes now, to
+        another, or what --release would (a pin a failed switchover left)."""
+        kind = self.kind_of(cluster)
+        argv = self.daemons[kind].argv("switchover", "--cluster", cluster, "--dry-run")
+        # Group Replication pins nothing: --release is refused as bad input there
+        ways = ("writer", "other", "release") if kind == "galera" else ("writer", "other")
+        how = rng.choice(ways)
+        writers = sorted(self._writers(cluster))
+        target = writers[0] if how == "writer" and writers else self._switch_target(cluster, rng)
+        if how == "release" or (target is None and kind == "galera"):
+            return [*argv, "--release"]
+        return [*argv, "--to", target or self.address(cluster, "n1")]
+
+    def _pin(self, cluster: str) -> str | None:
+        """The writer a switchover pinned, as its file in the state directory says."""
+        daemon = self.daemons[self.kind_of(cluster)]
+        path = daemon.config.parent / "state" / f"{daemon.kind}.{cluster}.writer"
+        try:
+            return path.read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
 
     def _switch_target(self, cluster: str, rng: random.Random) -> str | None:
         truth = self.truth().get(cluster)
@@ -793,6 +843,9 @@ class World:
         else:
             daemon.stop(signal.SIGKILL)
         if step.action == "lose_state":
+            with self._lock:
+                for name in mine:
+                    self._pin_moves[name] = self._pin_moves.get(name, 0) + 1
             shutil.rmtree(daemon.config.parent / "state", ignore_errors=True)
             # the pause is a file there (docs/troubleshooting.md): it goes with the directory
             for name in mine:
