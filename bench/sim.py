@@ -58,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = world_run.run(seed, seconds, shape=shape, exclude=exclude, say=say)
         results.append(result)
         print(_line(result), flush=True)
+        if result.clients:
+            print(f"  seed {seed}: {_clients_line(result)}", flush=True)
         for violation in result.violations:
             print(f"  seed {seed}: {violation.line()}", flush=True)
         for note in result.notes:
@@ -118,6 +120,17 @@ def _line(result: RunResult) -> str:
         f"{len(result.admin_faults)} admin faults met their statement), {result.checks} checks, "
         f"{result.samples} samples, "
         f"{len(result.violations)} violations"
+    )
+
+
+def _clients_line(result: RunResult) -> str:
+    counts = result.clients.values()
+    longest = max(c.longest_hold_s for c in counts)
+    return (
+        f"clients: {sum(c.transactions for c in counts)} transactions, "
+        f"{sum(c.held for c in counts)} held open for seconds (longest {longest:.1f} s), "
+        f"{sum(c.attached_sessions for c in counts)} sessions pinned by a user variable, "
+        f"{sum(c.errors for c in counts)} errors"
     )
 
 

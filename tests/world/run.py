@@ -51,6 +51,7 @@ def run(
         for line in schedule.lines():
             say(line)
         judge = Judge(world.specs.values())
+        clients = world.start_clients(seed)
         before = _variables(world)
         observer = Observer(world, judge)
         observer.start()
@@ -74,6 +75,8 @@ def run(
                     result.faults_done += 1
             for thread in list(world._threads):
                 thread.join(timeout=120)
+            # the application goes home: what it held in ProxySQL's runtime is let go
+            world.stop_clients()
             at_rest = _settle(world, observer)
         finally:
             tending.set()
@@ -95,6 +98,8 @@ def run(
             say(f"observer: {error}")
         result.notes = list(judge.notes)
         result.load_windows_ms = [1000 * (load - read) for read, load in judge.loads]
+        if clients is not None:
+            result.clients = dict(clients.counts)
     return result
 
 

@@ -31,6 +31,7 @@ from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER, NODE_ADMIN_PASSWO
 from tests.lab.proxysql import ProxySQLLab
 from tests.lab.simnodes import SimNodes, SimNodesError
 from tests.world.admin_relay import AdminRelay
+from tests.world.clients import AppClients, ClientCounts, users_sql
 from tests.world.invariants import ClusterSpec, Judge, Row, Violation
 from tests.world.schedule import PROXYSQL, ClusterShape, Schedule, Step
 
@@ -131,6 +132,8 @@ class RunResult:
     # each checker LOAD's distance from its connection's last read of staging, in ms: the
     # window in which an operator's edit goes live with it unseen
     load_windows_ms: list[float] = field(default_factory=list)
+    # what the application's clients did, per cluster (none with the emulator)
+    clients: dict[str, ClientCounts] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -226,6 +229,7 @@ class World:
         self.cadence = self.shape.cadence
         self.sim: SimNodes | None = None
         self.proxysql: ProxySQLLab | None = None
+        self.clients: AppClients | None = None
         self.relay: AdminRelay | None = None
         self.clusters: list[ClusterShape] = []
         # cluster -> node label (n1, n2, ...; what a schedule names) -> its address now
@@ -283,7 +287,27 @@ class World:
             self.daemons[kind].start()
         self.t0 = time.monotonic()
 
+    def start_clients(self, seed: int) -> AppClients | None:
+        """The application (clients.py), on a real ProxySQL's MySQL port; None with the
+        emulator, which routes no client."""
+        assert self.proxysql is not None
+        port = self.proxysql.mysql_port
+        if not self.proxysql.is_real or port is None:
+            return None
+        wanted = [(c.name, self.specs[c.name].writer) for c in self.clusters]
+        with self.admin() as conn, conn.cursor() as cur:
+            for sql, params in users_sql(wanted):
+                cur.execute(sql, params)
+        self.clients = AppClients(port, [name for name, _ in wanted], seed)
+        self.clients.start()
+        return self.clients
+
+    def stop_clients(self) -> None:
+        if self.clients is not None:
+            self.clients.stop()
+
     def stop(self) -> None:
+        self.stop_clients()
         for daemon in self.daemons.values():
             daemon.stop()
         for thread in self._threads:
