@@ -19,6 +19,7 @@ import random
 import statistics
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from tests.world import run as world_run
@@ -45,8 +46,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shrink", action="store_true", help="cut a failing run down")
     parser.add_argument("--save", type=Path, help="where a shrunk failing schedule is saved")
     parser.add_argument("--quiet", action="store_true", help="no schedule lines")
+    parser.add_argument(
+        "--slow-ms",
+        default="",
+        help="how late a slow node answers each packet, comma-separated choices (default: the "
+        "cadence's, within its timeouts)",
+    )
     args = parser.parse_args(argv)
-    shape = WorldShape(args.galera, args.gr, args.nodes, CADENCES[args.cadence])
+    cadence = CADENCES[args.cadence]
+    if args.slow_ms:
+        cadence = replace(cadence, slow_ms=tuple(int(ms) for ms in args.slow_ms.split(",")))
+    shape = WorldShape(args.galera, args.gr, args.nodes, cadence)
     exclude = frozenset(a for a in args.exclude.split(",") if a)
     say: Callable[[str], None] = _silent if args.quiet else print
     results: list[RunResult] = []

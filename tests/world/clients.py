@@ -5,7 +5,7 @@ server (docs/maintenance.md, "What clients see"):
 - short transactions (BEGIN, INSERT, COMMIT), ProxySQL free to multiplex between them;
 - long ones: a transaction held open for seconds, its backend connection attached all along;
 - sessions that set a user variable, which ProxySQL keeps on one backend connection for the
-  session's whole life.
+  session's whole life (up to 45 s here, as a pool's connection).
 
 ProxySQL then does what it does on a real day: a server the checker takes out of a hostgroup
 stays OFFLINE_HARD in runtime until the client lets go of its connection, and a drained writer
@@ -31,6 +31,9 @@ from tests.lab.paths import LOOPBACK
 PASSWORD = "world-app"
 # a held transaction lasts up to this long: under every switchover's own bound in the world
 HOLD_S = (0.5, 8.0)
+# a session pinned by a user variable lives this long: longer than a switchover waits for
+# its move to be done, as a pool's connection may
+PINNED_S = (5.0, 45.0)
 
 
 def user_of(cluster: str) -> str:
@@ -106,7 +109,8 @@ class AppClients:
                 self._stop.wait(rng.uniform(0.1, 0.5))
 
     def _session(self, name: str, rng: random.Random, counts: ClientCounts) -> None:
-        """One connection: a few dozen transactions, then it reconnects (a pool's recycling)."""
+        """One connection: a few dozen transactions, then it reconnects (a pool's recycling);
+        a pinned one lives for up to PINNED_S, as a pool's connection does."""
         conn = pymysql.connect(
             host=LOOPBACK,
             port=self.port,
@@ -121,15 +125,28 @@ class AppClients:
         )
         try:
             with conn.cursor() as cur:
+                transactions, until = rng.randint(5, 40), float("inf")
                 if rng.random() < 0.2:
                     # a user variable: ProxySQL keeps this session on its backend for good
                     cur.execute("SET @world_client = 1")
                     cur.execute("SELECT 1")
                     counts.attached_sessions += 1
-                for _ in range(rng.randint(5, 40)):
-                    if self._stop.is_set():
+                    transactions, until = 10**9, time.monotonic() + rng.uniform(*PINNED_S)
+                for _ in range(transactions):
+                    if self._stop.is_set() or time.monotonic() > until:
                         return
-                    self._transaction(cur, rng, counts)
+                    try:
+                        self._transaction(cur, rng, counts)
+                    except pymysql.err.MySQLError as exc:
+                        # a statement refused (the server went read-only, no writer): a pool
+                        # keeps its connection and goes on; one that is gone is made again
+                        counts.errors += 1
+                        counts.last_error = f"{type(exc).__name__}: {exc}"
+                        if not conn.open:
+                            return
+                        with contextlib.suppress(pymysql.err.MySQLError):
+                            cur.execute("ROLLBACK")
+                        self._stop.wait(rng.uniform(0.1, 0.5))
         finally:
             with contextlib.suppress(Exception):
                 conn.close()
