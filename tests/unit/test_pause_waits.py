@@ -3,6 +3,7 @@ it waits for the cluster's locks, and says which holder is still running when it
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import threading
@@ -32,15 +33,24 @@ class FakeClock:
         self.now += seconds
 
 
+@contextlib.contextmanager
+def held_elsewhere(path: Path, pid: bytes = b"4242\n") -> Iterator[Path]:
+    """The lock at `path` held as another process's pass holds it (another open file
+    description conflicts as another process does), its pid written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.pwrite(fd, pid, 0)
+        yield path
+    finally:
+        os.close(fd)
+
+
 @pytest.fixture
 def held(tmp_path: Path) -> Iterator[Path]:
-    """A lock another process's pass holds (another open file description conflicts as one)."""
-    path = tmp_path / "galera.main.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    os.pwrite(fd, b"4242\n", 0)
-    yield path
-    os.close(fd)
+    with held_elsewhere(tmp_path / "galera.main.lock") as path:
+        yield path
 
 
 def test_a_free_lock_is_free_at_once(tmp_path: Path) -> None:
@@ -93,14 +103,8 @@ def _pause(tmp_path: Path, *args: str) -> tuple[int, str]:
 
 def test_pause_fails_naming_the_pass_still_under_way_and_keeps_the_pause(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    state.mkdir()
-    fd = os.open(state / "galera.second.lock", os.O_RDWR | os.O_CREAT, 0o640)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os.pwrite(fd, b"777\n", 0)
+    with held_elsewhere(state / "galera.second.lock", b"777\n"):
         code, output = _pause(tmp_path, "--wait", "0.2")
-    finally:
-        os.close(fd)
     assert code == 1, output
     assert "cluster second: its pass (pid 777)" in output
     assert "cluster main" not in output.split("still under way")[1]
@@ -109,13 +113,8 @@ def test_pause_fails_naming_the_pass_still_under_way_and_keeps_the_pause(tmp_pat
 
 def test_pause_of_one_cluster_waits_for_its_pass_only(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    state.mkdir()
-    fd = os.open(state / "galera.second.lock", os.O_RDWR | os.O_CREAT, 0o640)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with held_elsewhere(state / "galera.second.lock"):
         code, output = _pause(tmp_path, "--cluster", "main", "--wait", "0.2")
-    finally:
-        os.close(fd)
     assert code == 0, output
     assert (state / "galera.main.paused").exists()
 
