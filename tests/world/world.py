@@ -245,6 +245,8 @@ class World:
         # cluster -> moves of its pin begun or ended (a switchover, its release, a lost state
         # directory): a dry run's check of the pin holds only while this stays the same
         self._pin_moves: dict[str, int] = {}
+        # cluster -> switchovers under way now
+        self._pin_movers: dict[str, int] = {}
 
     # -- start and stop --------------------------------------------------------------------
 
@@ -619,7 +621,11 @@ class World:
         with self._lock:
             if moves_pin:
                 self._pin_moves[step.cluster] = self._pin_moves.get(step.cluster, 0) + 1
-            pin_moves = self._pin_moves.get(step.cluster, 0)
+                self._pin_movers[step.cluster] = self._pin_movers.get(step.cluster, 0) + 1
+            # None: a switchover under way may move the pin while this command runs
+            pin_moves = (
+                None if self._pin_movers.get(step.cluster) else self._pin_moves.get(step.cluster, 0)
+            )
         pin = self._pin(step.cluster)
         if step.action == "resume":
             # the checker may act again as soon as the pause file is gone, before the command ends
@@ -677,6 +683,7 @@ class World:
         if moves_pin:
             with self._lock:
                 self._pin_moves[step.cluster] += 1
+                self._pin_movers[step.cluster] -= 1
         if "Traceback" in tail:
             judge.violation(8, ended, step.cluster, f"{step.action} printed a traceback: {tail}")
         elif code == 2 and step.action in SWITCHOVERS and "refused" in tail:
