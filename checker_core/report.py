@@ -154,6 +154,14 @@ def node_records(result: PassResult, hostgroups: Hostgroups) -> list[dict[str, A
     return records
 
 
+def routed_writers(result: PassResult) -> list[str] | None:
+    """Whom ProxySQL routes writes to after the pass; None (unknown) when the pass read
+    nothing of ProxySQL: an empty list would say there is no writer."""
+    if not result.writers_known:
+        return None
+    return [str(n) for n in result.routed_writers]
+
+
 def status_record(result: PassResult, hostgroups: Hostgroups) -> dict[str, Any]:
     """A pass as data: what `status --format json` prints and the daemon serves on /status."""
     decision = result.decision
@@ -165,7 +173,7 @@ def status_record(result: PassResult, hostgroups: Hostgroups) -> dict[str, Any]:
         "role": result.role.label if result.role else None,
         "summary": summary(result),
         "duration_ms": round(result.duration_ms, 1),
-        "writers": [str(n) for n in result.routed_writers],
+        "writers": routed_writers(result),
         "planned_writers": [str(n) for n in result.writers],
         "nodes": node_records(result, hostgroups),
         "changes": [c.describe() for c in decision.plan.changes] if decision else [],
@@ -267,7 +275,7 @@ def log_pass(log: Any, result: PassResult) -> None:
         outcome=result.outcome.label,
         role=result.role.label if result.role else None,
         duration_ms=round(result.duration_ms, 1),
-        writers=[str(n) for n in result.routed_writers],
+        writers=routed_writers(result),
         verdicts=result.verdict_counts(),
         change=changes,
         loaded=bool(result.applied and result.applied.loaded),

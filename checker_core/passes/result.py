@@ -145,6 +145,12 @@ class PassResult:
             return self.writers
         return tuple(self.layout.writers)
 
+    @property
+    def writers_known(self) -> bool:
+        """Whether this pass knows whom ProxySQL routes writes to: not when it read nothing of
+        ProxySQL (another process held the lock, it failed before reading)."""
+        return self.plan_live or self.layout is not None
+
     def what_if(self) -> WhatIf | None:
         """The pass's inputs, to ask what other failures would lead to (loaded on demand)."""
         return None if self.inputs is None else self.inputs.what_if(self.probes)

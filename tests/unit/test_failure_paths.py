@@ -288,6 +288,28 @@ def test_a_paused_pass_says_whom_proxysql_routes_to_and_names_the_plan_as_planne
     assert document["planned_writers"] == [str(N2)]
 
 
+def test_a_pass_that_read_nothing_says_the_writers_are_unknown_not_none(tmp_path: Path) -> None:
+    """Another process holds the cluster's lock (a switchover draining the old writer): the
+    daemon's pass is busy and read nothing of ProxySQL, so /status says null for the writers,
+    never an empty list (found by the simulated world: "no writer" for the whole drain while
+    ProxySQL routed the new one)."""
+    from checker_core.edges.lock import cluster_lock
+    from checker_core.report import status_record
+
+    admin = MemoryAdmin([*templates(), *steady(N1)])
+    runner = galera_runner(tmp_path, **ports(admin, ScriptedProber()))
+    cluster = runner.settings.clusters[0]
+    runner.store.ensure_dir()
+    with cluster_lock(runner.store.lock_path(cluster.name)) as held:
+        assert held
+        # another open file description conflicts as another process's would
+        busy = galera_runner(tmp_path, **ports(admin, ScriptedProber())).run(cluster, Mode.APPLY)
+    assert busy.outcome is Outcome.BUSY
+    assert status_record(busy, HG)["writers"] is None
+    steady_pass = runner.run(cluster, Mode.APPLY)
+    assert status_record(steady_pass, HG)["writers"] == [str(N1)]
+
+
 def test_no_path_swallows_the_pass_deadline(tmp_path: Path) -> None:
     """Node actions that run past run.max_runtime_ms (slow survivors of an eviction) leave the
     pass's outcome as it is, and the pass says it overran."""

@@ -378,3 +378,13 @@ def test_a_process_its_peers_always_heard_on_an_eviction_list_breaks_invariant_4
     judge.sample(sample(0.2, routed(), unfair))
     assert invariants(judge) == [4], "said once"
     assert "new-c" in judge.violations[0].what
+
+
+def test_status_that_says_the_writers_are_unknown_claims_nothing() -> None:
+    judge = Judge([SPEC])
+    for at in (0.0, 1.0, 2.0, 3.0):
+        judge.sample(sample(at, routed(), status={"g1": {"writers": None}}))
+    assert invariants(judge) == []
+    for at in (4.0, 5.0, 6.0):
+        judge.sample(sample(at, routed(), status={"g1": {"writers": []}}))
+    assert invariants(judge) == [7], "an empty list says there is no writer"

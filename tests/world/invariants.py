@@ -562,10 +562,12 @@ class Judge:
         if record is None:
             return []
         found = [] if self.quiet(spec.name) else self._healthy_not_down(s, spec, record)
-        said = set(record.get("writers") or ())
+        writers = record.get("writers")
+        said = set(writers or ())
         routed = online(s.runtime, spec.writer)
-        # a paused checker's passes still read what ProxySQL routes and say it
-        bad = said != routed and not self._quiet_but_paused(spec.name)
+        # a paused checker's passes still read what ProxySQL routes and say it; null is
+        # "unknown" (a pass that read nothing: another process held the lock), no claim
+        bad = writers is not None and said != routed and not self._quiet_but_paused(spec.name)
         if self._lasting(7, spec.name, "status writers", bad, s.at, spec.status_s):
             found.append(
                 self.violation(
