@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +20,7 @@ class Upstream:
     """A stand-in for ProxySQL's admin: records every packet, answers each with an OK."""
 
     def __init__(self) -> None:
+        self.answer_after_s = 0.0  # how long it thinks before each answer
         self.server = socket.create_server(("127.0.0.1", 0))
         self.port = self.server.getsockname()[1]
         self.seen: list[bytes] = []
@@ -41,6 +43,7 @@ class Upstream:
                 length = int.from_bytes(header[:3], "little")
                 payload = conn.recv(length)
                 self.seen.append(payload)
+                time.sleep(self.answer_after_s)
                 conn.sendall(OK_PACKET)
 
 
@@ -92,3 +95,20 @@ def test_a_dropped_statement_loses_the_connection_before_or_after_proxysql_has_i
     reached = [p[1:].decode() for p in upstream.seen]
     assert reached == (["UPDATE mysql_servers SET weight = 1"] if after else [])
     assert [what for _, what, _ in relay.done] == ["drop_after" if after else "drop_before"]
+
+
+def test_an_answer_proxysql_gives_late_marks_the_admin_slow_and_a_prompt_one_does_not(
+    road: tuple[AdminRelay, Upstream],
+) -> None:
+    relay, upstream = road
+    with client(relay) as sock:
+        sock.sendall(query("SELECT 1"))
+        assert sock.recv(64) == OK_PACKET
+        assert relay.slow_answers == []
+        upstream.answer_after_s = 0.3
+        sock.sendall(query("LOAD MYSQL SERVERS TO RUNTIME"))
+        assert sock.recv(64) == OK_PACKET
+    [(_, took, what)] = relay.slow_answers
+    assert took >= 0.3
+    assert what == "LOAD MYSQL SERVERS TO"
+    assert relay.slow_until > 0

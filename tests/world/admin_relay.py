@@ -12,6 +12,10 @@ real admin interface and a real network do:
 A fault is armed for one statement and lapses after `ARMED_S` unmatched. The relay speaks no TLS:
 the world's admin connections are plain.
 
+It measures how long ProxySQL itself takes to answer each statement (from the moment the relay
+passes it on to the first bytes back, the relay's own `delay` aside): an answer later than
+`SLOW_ANSWER_S` marks the admin slow (`slow_until`, `slow_answers`), as the world's `delay` does.
+
 It also keeps, for every `LOAD MYSQL SERVERS TO RUNTIME` a checker sends, when that connection's
 last read of `mysql_servers` went out before it (`loads`): an edit staged between the two is one
 the checker could not see and its LOAD carries (ProxySQL loads the whole table, without a
@@ -27,6 +31,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from tests.containers.relay import Relay
 
@@ -34,6 +39,9 @@ COM_QUERY = 0x03
 ARMED_S = 10.0
 CHUNK = 65536
 LOAD_SERVERS = re.compile(r"^\s*LOAD\s+MYSQL\s+SERVERS\s+TO\s+RUNTIME", re.IGNORECASE)
+# ProxySQL's admin answers the checker's statements in a few milliseconds here; one this late
+# holds every cluster's apply back (the write gate) the way the world's slow admin does
+SLOW_ANSWER_S = 0.1
 READS_SERVERS = re.compile(r"^\s*SELECT\b.*\bmysql_servers\b", re.IGNORECASE | re.DOTALL)
 
 
@@ -59,6 +67,8 @@ class AdminRelay(Relay):
         # (the last read of mysql_servers on its connection, the LOAD): monotonic times at
         # which the relay passed them on
         self.loads: list[tuple[float, float]] = []
+        # answers ProxySQL itself gave late: (monotonic time, seconds it took, statement)
+        self.slow_answers: list[tuple[float, float, str]] = []
         super().__init__(target)
 
     # -- the world's word ----------------------------------------------------------------
@@ -97,11 +107,15 @@ class AdminRelay(Relay):
             return
         # set once a statement's answer is to be lost: the answers' pump forwards nothing more
         cut = threading.Event()
-        threading.Thread(target=self._answers, args=(upstream, client, cut), daemon=True).start()
-        self._questions(client, upstream, cut)
+        # the statement ProxySQL has not answered yet: [when it was passed on, its first words]
+        asked: list[Any] = [None, ""]
+        threading.Thread(
+            target=self._answers, args=(upstream, client, cut, asked), daemon=True
+        ).start()
+        self._questions(client, upstream, cut, asked)
 
     def _questions(
-        self, client: socket.socket, upstream: socket.socket, cut: threading.Event
+        self, client: socket.socket, upstream: socket.socket, cut: threading.Event, asked: list[Any]
     ) -> None:
         """The checker's packets, one by one: a COM_QUERY an armed fault matches is failed."""
         last_read: float | None = None
@@ -127,6 +141,8 @@ class AdminRelay(Relay):
                     elif LOAD_SERVERS.search(text):
                         with self._arm_lock:
                             self.loads.append((now if last_read is None else last_read, now))
+                    if text:
+                        asked[0], asked[1] = now, " ".join(text.split()[:4])
                     upstream.sendall(header + payload)
                 elif armed.what == "refuse":
                     client.sendall(_error(seq + 1, armed.code, armed.message))
@@ -144,13 +160,21 @@ class AdminRelay(Relay):
             self._close(client, upstream)
 
     def _answers(
-        self, upstream: socket.socket, client: socket.socket, cut: threading.Event
+        self, upstream: socket.socket, client: socket.socket, cut: threading.Event, asked: list[Any]
     ) -> None:
         try:
             while True:
                 data = upstream.recv(CHUNK)
                 if not data or cut.is_set():
                     break
+                sent = asked[0]
+                if sent is not None:
+                    now = time.monotonic()
+                    asked[0] = None
+                    if now - sent > SLOW_ANSWER_S:
+                        with self._arm_lock:
+                            self.slow_until = max(self.slow_until, now)
+                            self.slow_answers.append((now, now - sent, asked[1]))
                 if self.delay > 0:
                     time.sleep(self.delay)
                 client.sendall(data)

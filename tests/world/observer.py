@@ -161,10 +161,17 @@ class Observer:
         starved = daemon.starving.is_set() or time.monotonic() - daemon.starved_until < 2.0
         # ProxySQL's admin held slow by the world: an apply runs on to its LOAD, each statement
         # bounded by the admin's timeout, not the pass's deadline (docs/ARCHITECTURE.md)
+        # (or by itself: the relay measures every answer)
         relay = self.world.relay
         if relay is not None and (relay.delay > 0 or time.monotonic() - relay.slow_until < 2.0):
             starved = True
         over = isinstance(duration, (int, float)) and duration > limit + OVERRUN_MS
+        slowest = self._slowest_answer(at)
+        if over and starved and slowest:
+            self.judge.notes.append(
+                f"{at:.2f}s [{cluster}]: a pass took {duration} ms while answers from "
+                f"ProxySQL's admin came late at the relay ({slowest})"
+            )
         if over and not starved and time.monotonic() < self._overloaded_until:
             # the machine, not the checker: every process here ran late (a note, not a verdict)
             self.judge.notes.append(
@@ -178,6 +185,19 @@ class Observer:
                 cluster,
                 f"a pass took {duration} ms (max_runtime_ms {limit}): {record.get('summary')}",
             )
+
+    def _slowest_answer(self, at: float) -> str:
+        """ProxySQL's own slowest answer to a checker in the 2 s before `at` (world time), when
+        one was later than the relay's SLOW_ANSWER_S; "" when none was."""
+        relay = self.world.relay
+        if relay is None:
+            return ""
+        since = self.world.t0 + at - 2.0
+        late = [(took, what) for when, took, what in list(relay.slow_answers) if when >= since]
+        if not late:
+            return ""
+        took, what = max(late)
+        return f"{1000 * took:.0f} ms for {what}"
 
     def violations(self) -> list[Violation]:
         with self.lock:
