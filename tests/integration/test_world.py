@@ -37,6 +37,8 @@ def test_the_world_breaks_no_invariant(seed: int, tmp_path: Path) -> None:
     result = world_run.run(seed, SHORT_SECONDS, directory=tmp_path, say=lambda _line: None)
     assert result.faults_done >= 10, "the schedule played"
     assert result.samples > 100, "the observer looked all along"
+    if result.clients:  # a real ProxySQL: the application ran through it
+        assert sum(c.transactions for c in result.clients.values()) > 0, result.clients
     assert result.ok, f"seed {seed}:\n{_report(result)}"
 
 
