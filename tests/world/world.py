@@ -247,6 +247,8 @@ class World:
         self._pin_moves: dict[str, int] = {}
         # cluster -> switchovers under way now
         self._pin_movers: dict[str, int] = {}
+        # cluster -> resumes begun: a pause that returns after one is no pause any more
+        self._resumes: dict[str, int] = {}
 
     # -- start and stop --------------------------------------------------------------------
 
@@ -627,8 +629,12 @@ class World:
                 None if self._pin_movers.get(step.cluster) else self._pin_moves.get(step.cluster, 0)
             )
         pin = self._pin(step.cluster)
+        with self._lock:
+            resumes = self._resumes.get(step.cluster, 0)
         if step.action == "resume":
             # the checker may act again as soon as the pause file is gone, before the command ends
+            with self._lock:
+                self._resumes[step.cluster] = resumes + 1
             judge.resumed(step.cluster, started)
         if step.action == "adopt_force":
             # the operator's own rebuild of the templates, and its LOAD: it supersedes his
@@ -655,7 +661,10 @@ class World:
                 f"a dry run changed the writer pin from {pin} to {self._pin(step.cluster)}: "
                 f"{' '.join(argv[-4:])}",
             )
-        if step.action == "pause" and code == 0:
+        with self._lock:
+            # a resume that began while this pause waited for a pass to end has undone it
+            undone = self._resumes.get(step.cluster, 0) != resumes
+        if step.action == "pause" and code == 0 and not undone:
             # the command returns once no pass or eviction under way can change anything
             judge.paused_after(step.cluster, ended)
             self._edit_while_paused(step.cluster, judge, ended)
