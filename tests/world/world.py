@@ -861,12 +861,14 @@ class World:
             before = rows[0]
             after = Row(before.hostgroup, before.node, before.status, before.weight + 1)
             host, port = before.node.rsplit(":", 1)
+            # told before it is made: a sample read between the UPDATE and the word would see
+            # a change nobody announced (seed 26746); one read before it lands is a set-aside
+            judge.paused_edit(cluster, before, after, self.now())
             cur.execute(
                 "UPDATE mysql_servers SET weight = %s WHERE hostgroup_id = %s"
                 " AND hostname = %s AND port = %s",
                 (after.weight, reader, host, int(port)),
             )
-        judge.paused_edit(cluster, before, after, self.now())
 
     def _daemon_step(self, step: Step, judge: Judge) -> None:
         kind = self.kind_of(step.cluster)
