@@ -48,19 +48,29 @@ def wait_free(
     monotonic: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> str | None:
-    """Wait until nobody holds the lock at `path` (taking it for a moment, then letting it go):
-    None once it was free, else the pid its holder wrote, or "" when it wrote none. A missing
-    lock file is a free lock (no pass ever ran here)."""
-    if not path.exists():
-        return None
+    """Wait until nobody holds the lock at `path` (taking it for a moment, then letting it go,
+    the file left as it was): None once it was free, else the pid its holder wrote, or "" when
+    it wrote none. A missing lock file is a free lock (no pass ever ran here)."""
     end = monotonic() + timeout_s
-    while True:
-        with cluster_lock(path) as held:
-            if held:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        while True:
+            try:
+                # asked, not held: the holder's pid in the file stays the last pass's
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pass
+            else:
+                fcntl.flock(fd, fcntl.LOCK_UN)
                 return None
-        if monotonic() >= end:
-            return _holder(path)
-        sleep(min(WAIT_STEP_S, max(0.0, end - monotonic())))
+            if monotonic() >= end:
+                return _holder(path)
+            sleep(min(WAIT_STEP_S, max(0.0, end - monotonic())))
+    finally:
+        os.close(fd)
 
 
 def _holder(path: Path) -> str:
