@@ -249,6 +249,9 @@ class World:
         self._pin_movers: dict[str, int] = {}
         # cluster -> resumes begun: a pause that returns after one is no pause any more
         self._resumes: dict[str, int] = {}
+        # node address -> what keeps it cut off from the checker now (its own cut fault, its
+        # cluster's blind): it is uncut only when the last of them ends
+        self._cut_by: dict[str, set[str]] = {}
 
     # -- start and stop --------------------------------------------------------------------
 
@@ -549,15 +552,29 @@ class World:
     def _node(self, step: Step) -> bool:
         assert self.sim is not None and step.node is not None
         node = self.address(step.cluster, step.node)
-        message: dict[str, object] = {"node": node, **NODE_COMMANDS[step.action]}
-        message.update(dict(step.fields))
-        try:
-            self.sim.command(message)
-        except SimNodesError:
-            return False
+        if step.action in ("cut", "uncut"):
+            cause = f"cut #{step.number if step.action == 'cut' else step.heals}"
+            if not self._cut(node, cause, step.action == "cut"):
+                return False
+        else:
+            message: dict[str, object] = {"node": node, **NODE_COMMANDS[step.action]}
+            message.update(dict(step.fields))
+            try:
+                self.sim.command(message)
+            except SimNodesError:
+                return False
+            self._recut(node)
         if step.heals is not None and step.action != "restart":
             self._restart_if_stranded(step.cluster, node)
         return True
+
+    def _recut(self, node: str) -> None:
+        """A restarted Galera process comes back with its route open: one still kept cut
+        off (its cluster's blind) is cut again."""
+        assert self.sim is not None
+        if self._cut_by.get(node):
+            with contextlib.suppress(SimNodesError):
+                self.sim.command({"node": node, "cmd": "cut"})
 
     def tend(self, stop: threading.Event, after_s: float = 2.0) -> None:
         """The operator on call: a node the checker shows as needing a restart (an evicted
@@ -578,6 +595,7 @@ class World:
                         if now - stranded.setdefault(node, now) >= after_s:
                             with contextlib.suppress(SimNodesError):
                                 self.sim.command({"node": node, "cmd": "restart"})
+                            self._recut(node)
                             stranded.pop(node)
             for node in set(stranded) - seen:
                 stranded.pop(node)
@@ -590,6 +608,7 @@ class World:
         if world.get("needs_restart") and world.get("process") == "running":
             with contextlib.suppress(SimNodesError):
                 self.sim.command({"node": node, "cmd": "restart"})
+            self._recut(node)
 
     def _command(self, step: Step, judge: Judge, rng: random.Random) -> None:
         kind = self.kind_of(step.cluster)
@@ -793,8 +812,7 @@ class World:
         if cmd == "uncut":
             judge.resumed(step.cluster, self.now(), why="blind")
         for node in self.addresses[step.cluster].values():
-            with contextlib.suppress(SimNodesError):
-                self.sim.command({"node": node, "cmd": cmd})
+            self._cut(node, "blind", cmd == "cut")
         if cmd == "cut":
             # a pass that began before the cut may still apply what it saw
             cadence = self.cadence
@@ -805,6 +823,28 @@ class World:
                 why="blind",
                 since=cut,
             )
+
+    def _cut(self, node: str, cause: str, on: bool) -> bool:
+        """`cause` starts (`on`) or stops keeping `node` cut off; the node's route changes only
+        when the first cause starts or the last one ends (seed 998801: the heal of a node's own
+        cut, inside its cluster's blind, let the checker see it while the world judged the
+        cluster blind). False when the node refused the cut (the step is skipped, and its heal)."""
+        assert self.sim is not None
+        causes = self._cut_by.setdefault(node, set())
+        if on and causes:
+            causes.add(cause)
+            return True
+        if not on:
+            causes.discard(cause)
+            if causes:
+                return True
+        try:
+            self.sim.command({"node": node, "cmd": "cut" if on else "uncut"})
+        except SimNodesError:
+            return False
+        if on:
+            causes.add(cause)
+        return True
 
     def _staged_edit(self, step: Step, judge: Judge, rng: random.Random) -> bool:
         """The operator stages a new weight on one row (not loaded): of the hostgroup nobody
