@@ -299,6 +299,23 @@ def test_an_operators_edit_of_a_paused_clusters_row_must_stay_staged_until_the_r
     assert "11/127.0.0.1:2/ONLINE/1" in judge.violations[0].what
 
 
+def test_an_edit_over_an_earlier_edit_still_staged_may_land_late() -> None:
+    """Seed 779107: a second pause's edit of a row that still holds the first pause's edit
+    (staged, not live): a sample read before the UPDATE lands shows that earlier edit."""
+    judge = Judge([SPEC])
+    first = tuple(Row(11, B, "ONLINE", 1) if r == Row(11, B, "ONLINE") else r for r in routed())
+    second = tuple(Row(11, B, "ONLINE", 2) if r == Row(11, B, "ONLINE") else r for r in routed())
+    judge.paused_after("g1", 0.5)
+    judge.sample(sample(0.6, routed(), staged=first))
+    judge.paused_edit("g1", Row(11, B, "ONLINE", 1), Row(11, B, "ONLINE", 2), 1.0)
+    judge.sample(sample(1.1, routed(), staged=first))  # read before the edit landed
+    judge.sample(sample(1.2, routed(), staged=second))
+    assert invariants(judge) == []
+    judge.paused_edit("g1", Row(11, B, "ONLINE", 2), Row(11, B, "ONLINE", 3), 2.0)
+    judge.sample(sample(3.1, routed(), staged=second))  # never landed: the edit was undone
+    assert invariants(judge) == [6]
+
+
 def test_an_edit_of_a_paused_clusters_row_is_no_exception_for_other_rows() -> None:
     judge = Judge([SPEC])
     judge.paused_after("g1", 0.5)

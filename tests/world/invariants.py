@@ -143,6 +143,9 @@ class Judge:
         # (cluster, why) -> since when a held cluster's staging shows rows as live that were
         # not: another cluster's LOAD sets them aside for a moment and writes them back
         self._aside_since: dict[tuple[str, str], float] = {}
+        # (cluster, why) -> the operator's edit of a held cluster's row announced and not seen
+        # landed yet: (the row before, the row after, when announced)
+        self._landing: dict[tuple[str, str], tuple[Row, Row, float]] = {}
         # (cluster, why) -> when the cause of a hold began, and the staged routes seen then
         self._began: dict[tuple[str, str], tuple[float, frozenset[Row] | None]] = {}
         self.checks = 0
@@ -180,6 +183,7 @@ class Judge:
     def resumed(self, cluster: str, at: float, why: str = "paused") -> None:
         self._unwatched.discard((cluster, why))
         self._aside_since.pop((cluster, why), None)
+        self._landing.pop((cluster, why), None)
         self._began.pop((cluster, why), None)
         self._held.pop((cluster, why), None)
         self._holding.pop((cluster, why), None)
@@ -200,8 +204,9 @@ class Judge:
         for key, (since, rows) in list(self._held.items()):
             if key[0] == cluster:  # a blind hold beside the pause watches the same rows
                 self._held[key] = (since, (rows - {before}) | {after})
-                # a sample read before the edit landed shows the row as live, as a set-aside
-                self._aside_since[key] = at
+                # a sample read before the edit landed shows the row as it was (as live, or
+                # an earlier edit still staged), for no longer than a set-aside lasts
+                self._landing[key] = (before, after, at)
 
     @_locked
     def stalled(self, on: bool, at: float) -> None:
@@ -432,7 +437,10 @@ class Judge:
             self.checks += 1
             if now == rows:
                 self._aside_since.pop((cluster, why), None)
-            elif self._set_aside(s, (cluster, why), rows, now):
+                self._landing.pop((cluster, why), None)
+            elif self._not_landed(s, (cluster, why), rows, now) or self._set_aside(
+                s, (cluster, why), rows, now
+            ):
                 continue
             if now != rows:
                 self._held[cluster, why] = (since, now)
@@ -471,6 +479,18 @@ class Judge:
                     )
                 )
         return found
+
+    def _not_landed(
+        self, s: Sample, key: tuple[str, str], rows: frozenset[Row], now: frozenset[Row]
+    ) -> bool:
+        """Whether staging differs from the hold's rows only by the operator's announced edit
+        not landed yet, for no longer than a set-aside lasts (seed 779107: the row still held
+        his earlier edit, which is not live)."""
+        landing = self._landing.get(key)
+        if landing is None:
+            return False
+        before, after, at = landing
+        return now == (rows - {after}) | {before} and s.at - at <= EDIT_ASIDE_S
 
     def _set_aside(
         self, s: Sample, key: tuple[str, str], rows: frozenset[Row], now: frozenset[Row]
