@@ -14,13 +14,13 @@ from typing import Any
 import pymysql
 
 from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
+from checker_core.core.schema import Checker, SslMode
 from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
 from checker_core.edges.proxysql import AdminClient
+from checker_core.passes.fleet import Fleet
 from checker_core.passes.plugin import CheckerKind
 from checker_core.passes.result import Mode
-from checker_core.passes.runner import PassRunner
 from checker_core.settings.config import load
-from checker_core.settings.schema import Checker, SslMode
 from tests.integration.rig import as_configured
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
 from tests.lab.checker_config import write_checker_config
@@ -75,12 +75,12 @@ def scheduler_pass_ms(executable: str, config: Path, runs: int) -> float:
 
 def daemon_pass_ms(config: Path, checker: Checker, kind: CheckerKind, runs: int) -> float:
     """One pass with the daemon's persistent connections, after a first one to open them."""
-    runner = PassRunner(load(config, checker, env={}), kind, persistent=True)
+    fleet = Fleet(load(config, checker, env={}), kind, persistent=True)
     try:
-        runner.run_all(Mode.APPLY)
-        return median_ms(lambda: runner.run_all(Mode.APPLY), runs)
+        fleet.run_all(Mode.APPLY)
+        return median_ms(lambda: fleet.run_all(Mode.APPLY), runs)
     finally:
-        runner.close()
+        fleet.close()
 
 
 def admin_client(proxysql: ProxySQLLab) -> AdminClient:

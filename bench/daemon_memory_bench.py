@@ -19,11 +19,11 @@ import urllib.request
 from dataclasses import replace
 
 from bench.common import Lab, write_config
+from checker_core.core.schema import Checker
 from checker_core.core.settings import ListenAddress, Settings
 from checker_core.edges.logs import get_logger
 from checker_core.service.daemon import run_daemon
 from checker_core.settings.config import load
-from checker_core.settings.schema import Checker
 from galera_checker.cli import kind
 from tests.lab.galera import GaleraLab
 from tests.lab.process import free_port

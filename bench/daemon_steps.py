@@ -34,13 +34,13 @@ from typing import Any
 
 from bench.common import Lab
 from bench.scale_bench import WARM_UP_S, seed, set_changing
+from checker_core.core.schema import Checker
 from checker_core.edges.logs import structlog_logger
 from checker_core.passes import runner as runner_module
 from checker_core.service import daemon as daemon_module
 from checker_core.service import watch as watch_module
 from checker_core.service import watch_hub as hub_module
 from checker_core.settings.config import load
-from checker_core.settings.schema import Checker
 from galera_checker.cli import kind as galera_kind
 from tests.lab.fleet_config import Fleet, write_config
 from tests.lab.simnodes import SimNodes

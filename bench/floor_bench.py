@@ -39,12 +39,12 @@ from typing import Any
 from bench.common import SIM_MONITOR, Lab, admin_client
 from bench.scale_bench import daemon_run, pass_cpu_ms, seed, set_changing
 from checker_core.core.model import NodeAddress
+from checker_core.core.schema import Checker
 from checker_core.edges import wire
 from checker_core.edges.backend import Prober
 from checker_core.edges.proxysql_rows import answer_bytes, rows_as_one_value
 from checker_core.edges.question import Question
 from checker_core.settings.config import load
-from checker_core.settings.schema import Checker
 from galera_checker.cli import kind as galera_kind
 from galera_checker.probe import probe as galera_probe
 from galera_checker.probe import watch as galera_watch

@@ -29,8 +29,8 @@ from bench.common import (
     write_config,
 )
 from checker_core.core.model import NodeAddress
+from checker_core.core.schema import Checker
 from checker_core.edges.proxysql_peers import read_checksum
-from checker_core.settings.schema import Checker
 from galera_checker.cli import kind
 from tests.lab.galera import GaleraLab
 from tests.lab.process import wait_until

@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from bench.common import Lab, baseline_ms, daemon_pass_ms, scheduler_pass_ms, write_config
-from checker_core.settings.schema import Checker
+from checker_core.core.schema import Checker
 from gr_checker.cli import kind
 from tests.lab.gr import GrLab
 

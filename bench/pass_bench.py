@@ -38,13 +38,13 @@ import pymysql
 
 from bench.common import HG, Lab, write_config
 from checker_core.core.model import NodeAddress
+from checker_core.core.schema import Checker, SslMode
 from checker_core.core.settings import Tls
 from checker_core.edges import tls
 from checker_core.passes.plugin import CheckerKind
 from checker_core.passes.result import Mode
 from checker_core.passes.runner import PassRunner
 from checker_core.settings.config import load
-from checker_core.settings.schema import Checker, SslMode
 from tests.lab.accounts import ADMIN_PASSWORD, ADMIN_USER, MONITOR_PASSWORD, MONITOR_USER
 
 REPO = Path(__file__).resolve().parents[1]
@@ -262,7 +262,7 @@ def daemon_ms(
     runner = PassRunner(load(config, checker, env={}), kind, persistent=True)
     try:
         started = time.perf_counter()
-        runner.run_all(Mode.APPLY)
+        runner.run(Mode.APPLY)
         first = (time.perf_counter() - started) * 1000
         hostgroups = runner.settings.clusters[0].hostgroups.all
         nodes = sorted({r.node for r in runner.admin().read_rows(hostgroups).runtime})
@@ -270,7 +270,7 @@ def daemon_ms(
         for _ in range(runs):
             time.sleep(idle_s)
             started = time.perf_counter()
-            runner.run_all(Mode.APPLY)
+            runner.run(Mode.APPLY)
             samples.append((time.perf_counter() - started) * 1000)
             time.sleep(idle_s)
             started = time.perf_counter()

@@ -40,10 +40,10 @@ from datetime import datetime
 from pathlib import Path
 
 from bench.common import Lab, admin_client
+from checker_core.core.schema import Checker
 from checker_core.passes.result import Mode, Outcome
 from checker_core.passes.runner import PassRunner
 from checker_core.settings.config import load
-from checker_core.settings.schema import Checker
 from galera_checker.cli import kind as galera_kind
 from tests.lab.fleet_config import Fleet, write_config
 from tests.lab.fleet_config import seed as seed_fleet
@@ -79,13 +79,13 @@ def pass_cpu_ms(lab: Lab, nodes: int, passes: int, changing: bool, home: Path) -
         runner = PassRunner(load(config, Checker.GALERA, env={}), kind, persistent=True)
         try:
             for _ in range(20):  # until the layout is placed and nothing changes
-                if all(r.outcome is Outcome.UNCHANGED for r in runner.run_all(Mode.APPLY)):
+                if runner.run(Mode.APPLY).outcome is Outcome.UNCHANGED:
                     break
             set_changing(sim, changing)
-            runner.run_all(Mode.APPLY)
+            runner.run(Mode.APPLY)
             started = time.process_time()
             for _ in range(passes):
-                runner.run_all(Mode.APPLY)
+                runner.run(Mode.APPLY)
             return (time.process_time() - started) * 1000 / passes
         finally:
             runner.close()

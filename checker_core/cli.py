@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from checker_core import __version__, oneshot
+from checker_core.core.schema import Checker
 from checker_core.exitcodes import Exit
-from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:
     from checker_core.core.model import NodeAddress
@@ -489,12 +489,8 @@ def _adopt(
     from `reconnect` when this one is lost, a LOAD's answer with it)."""
     from checker_core.core.model import Plan
     from checker_core.core.roster import adopt_templates
-    from checker_core.edges.proxysql import (
-        LOAD_SERVERS,
-        SAVE_SERVERS,
-        AdminError,
-        staging_statements,
-    )
+    from checker_core.core.statements import LOAD_SERVERS, SAVE_SERVERS, staging_statements
+    from checker_core.edges.proxysql import AdminError
 
     hg = cluster.hostgroups
     rows = admin.read_rows(hg.all)
@@ -714,8 +710,8 @@ def _row_warnings(inv: Invocation, other: str | None, filename: str) -> list[str
     """What the row will not carry, or may not run, that the operator would expect."""
     import os
 
+    from checker_core.core.keys import ENV_PREFIX
     from checker_core.settings.config import CONFIG_ENV
-    from checker_core.settings.keys import ENV_PREFIX
 
     found = []
     if inv.overrides:

@@ -20,11 +20,12 @@ from checker_core.exitcodes import Exit
 
 if TYPE_CHECKING:
     from checker_core.core.model import NodeAddress
+    from checker_core.core.schema import Checker
     from checker_core.core.settings import Settings
     from checker_core.core.whatif import Assumed
+    from checker_core.passes.fleet import Fleet
     from checker_core.passes.plugin import CheckerKind
     from checker_core.passes.result import PassResult
-    from checker_core.settings.schema import Checker
 
 RUN = "run"
 CONFIG_FLAGS = ("--config", "-c")
@@ -93,32 +94,41 @@ def load_settings(
         return Exit.BAD_INPUT
 
 
+def new_fleet(
+    settings: Settings, kind: CheckerKind, assumed: Mapping[NodeAddress, Assumed] | None = None
+) -> Fleet:
+    """The runners of a one-shot process. `assumed`: failures a dry-run's what-if takes for
+    real (run --dry-run --assume-...)."""
+    from checker_core.passes.fleet import Fleet
+
+    return Fleet(settings, kind, assumed=assumed)
+
+
 def run_passes(
     settings: Settings,
     kind: CheckerKind,
     mode_name: str,
     assumed: Mapping[NodeAddress, Assumed] | None = None,
 ) -> list[PassResult]:
-    """`assumed`: failures a dry-run's what-if takes for real (run --dry-run --assume-...)."""
+    """Every cluster's pass, at once."""
     from checker_core.passes.result import Mode
-    from checker_core.passes.runner import PassRunner
 
-    runner = PassRunner(settings, kind, assumed=assumed)
+    fleet = new_fleet(settings, kind, assumed)
     try:
         # no alarm ends a scheduler pass: it ends by itself in bounded time because every
         # socket it opens has a timeout (the admin's bounded by what the pass has left, a
         # probe's abandoned at the probes' deadline on a daemon thread), and its steps ask the
         # deadline between them
-        return runner.run_all(Mode(mode_name))
+        return fleet.run_all(Mode(mode_name))
     finally:
-        runner.close()
+        fleet.close()
 
 
 def run(settings: Settings, kind: Callable[[], CheckerKind]) -> Exit:
     """One pass over every cluster, one log line each; the exit code of the worst."""
     from checker_core.edges import driver
     from checker_core.edges.logs import get_logger
-    from checker_core.passes.result import exit_code
+    from checker_core.passes.result import Mode, exit_code
     from checker_core.report import log_later, log_pass
 
     # loading the driver is the program's start, not the pass's work: duration_ms is the pass
@@ -132,15 +142,17 @@ def run(settings: Settings, kind: Callable[[], CheckerKind]) -> Exit:
         stream=stream,
         checker=settings.checker.value,
     )
-    checker_kind = kind()
-    results = run_passes(settings, checker_kind, "apply")
-    for result in results:
-        log_pass(log, result)
-    if checker_kind.actions is not None:
+    fleet = new_fleet(settings, kind())
+    try:
+        results = fleet.run_all(Mode.APPLY)
+        for result in results:
+            log_pass(log, result)
         # the passes are over and their locks released: ProxySQL's next run of a cluster goes
         # on while what they left for after them (an eviction's stall wait) takes its own time
-        for later in checker_kind.actions.finish():
+        for later in fleet.finish():
             log_later(log, later)
+    finally:
+        fleet.close()
     # what was done after the passes is said, never the exit code: that is the passes'
     return exit_code(results)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from checker_core.settings.keys import ENV_PREFIX, KEYS, SECTIONS
-from checker_core.settings.schema import REQUIRED, Checker, Derived, Key
+from checker_core.core.keys import ENV_PREFIX, KEYS, SECTIONS
+from checker_core.core.schema import REQUIRED, Checker, Derived, Key
 
 CONFIGURATION_PAGE = "configuration.md"
 METRICS_PAGE = "metrics.md"
@@ -71,7 +71,7 @@ def configuration_page() -> str:
     lines = [
         "# Configuration reference",
         "",
-        GENERATED.format(source="`checker_core/settings/keys.py`"),
+        GENERATED.format(source="`checker_core/core/keys.py`"),
         "",
         "A TOML file (`--config FILE` or `$CHECKER_CONFIG`) holds the settings. An environment",
         "variable overrides the file, and `--set KEY=VALUE` (e.g. `--set run.log_level=debug`,",

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from checker_core.edges.proxysql import AdminClient, Statement
-from checker_core.settings.schema import Checker
+from checker_core.core.schema import Checker
+from checker_core.core.statements import Statement
+from checker_core.edges.proxysql import AdminClient
 
 
 @dataclass(frozen=True, slots=True)

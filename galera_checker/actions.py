@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from checker_core.core.hysteresis import NodeMemory
     from checker_core.core.settings import Endpoint
-    from checker_core.edges.memory import StateStore
+    from checker_core.passes.plugin import NodeStore
     from galera_checker.eviction import CausalRead, Clearing, Eviction
 
 Session = Callable[..., AbstractContextManager["pymysql.connections.Connection[Any]"]]
@@ -112,56 +112,44 @@ class ClusterMemory:
 
 
 class GaleraActions:
-    """Evictions and clearings after each pass; what it keeps is kept per cluster."""
+    """One cluster's evictions and clearings after each of its passes (each runner has its
+    own): what it keeps between them is that cluster's alone."""
 
     def __init__(
         self, connect: Session | None = None, monotonic: Callable[[], float] = time.monotonic
     ) -> None:
         self.connect = connect or _node_admin_session
         self.monotonic = monotonic
-        self._clusters: dict[str, ClusterMemory] = {}
-        self._lock = threading.Lock()  # the clusters' passes run on threads of their own
-
-    def memory_of(self, cluster: str) -> ClusterMemory:
-        with self._lock:
-            return self._clusters.setdefault(cluster, ClusterMemory())
+        self.memory = ClusterMemory()
+        self._cluster: str | None = None  # the cluster's name, from its first pass
 
     def after_pass(self, after: AfterPass) -> ActionsDone:
         options = after.cluster
+        self._cluster = options.name
         if not options.evict_dead_nodes and options.unresponsive_after_ms <= 0:
             return ActionsDone()  # nothing learnt or asked: a pass without eviction pays nothing
         # one deadline for all of it, this call's own: every connect gets what is left of it
         deadline = self.monotonic() + after.budget_s
         calls = _Calls(self.connect, self.monotonic, after.node_admin, deadline)
-        return _act(calls, self.memory_of(options.name), after)
+        return _act(calls, self.memory, after)
 
     def finish(self) -> tuple[LaterActions, ...]:
-        """A scheduler process's evictions that its passes left for after them: each
-        cluster's on a thread of its own, under the cluster's eviction lock, each eviction with
-        a deadline of its own (its stall wait plus OFF_PASS_SLACK_S); waited for until the last
-        deadline, then said and noted in the state dir as a daemon's next pass would."""
-        with self._lock:
-            waiting = [(name, m) for name, m in self._clusters.items() if m.later is not None]
-        if not waiting:
+        """A scheduler process's evictions that its pass left for after it: under the
+        cluster's eviction lock, each eviction with a deadline of its own (its stall wait plus
+        OFF_PASS_SLACK_S); waited for until the last deadline, then said and noted in the state
+        dir as a daemon's next pass would."""
+        memory, later = self.memory, self.memory.later
+        if later is None or self._cluster is None:
             return ()
         started, waited = self.monotonic(), time.monotonic()
-        for _, memory in waiting:
-            later = memory.later
-            assert later is not None
-            _off_pass(later.calls, memory, later.work, later.lock_path)
-        for _, memory in waiting:
-            if memory.job is not None:
-                # the wall's time, which a join counts in; the statements' margin on top
-                bound = memory.job_s + EVICT_MARGIN_S - (time.monotonic() - waited)
-                memory.job.join(max(0.0, bound))
+        _off_pass(later.calls, memory, later.work, later.lock_path)
+        if memory.job is not None:
+            # the wall's time, which a join counts in; the statements' margin on top
+            bound = memory.job_s + EVICT_MARGIN_S - (time.monotonic() - waited)
+            memory.job.join(max(0.0, bound))
         took_ms = (self.monotonic() - started) * 1000
-        done: list[LaterActions] = []
-        for name, memory in waiting:
-            later = memory.later
-            assert later is not None
-            memory.later = None
-            done.append(LaterActions(name, _report(name, memory, later), took_ms))
-        return tuple(done)
+        memory.later = None
+        return (LaterActions(self._cluster, _report(self._cluster, memory, later), took_ms),)
 
 
 class _Calls:
@@ -568,7 +556,7 @@ class _Later:
     """A scheduler pass's evictions left for after it, with that pass's account and store."""
 
     calls: _Calls
-    store: StateStore
+    store: NodeStore
     lock_path: Path
     work: tuple[Work, ...]
 

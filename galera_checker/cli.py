@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from checker_core.core.schema import Checker
 from checker_core.passes.plugin import CheckerKind
-from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:
     import click
@@ -20,7 +20,7 @@ def kind() -> CheckerKind:
     from galera_checker.probe import probe, watch
 
     return CheckerKind(
-        Checker.GALERA, GaleraPolicy(), probe, watch, GaleraActions(), switchover=switchover
+        Checker.GALERA, GaleraPolicy(), probe, watch, GaleraActions, switchover=switchover
     )
 
 

@@ -13,7 +13,7 @@ drain must move, and what each will see, are said before the move (checker_core.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from checker_core.core.attached import (
@@ -95,9 +95,9 @@ def switchover(
     """Check the target (or, given `source`, the writer, choose the node a failover would),
     pin it, and run passes until it writes alone (bounded by the drain
     timeout and a few intervals); a dry-run prints the first pass's plan and changes nothing."""
-    runner = PassRunner(settings, kind)
+    runner = PassRunner(settings.only(cluster), kind)
     try:
-        now = runner.run(cluster, Mode.STATUS)
+        now = runner.run(Mode.STATUS)
         if target is None:
             assert source is not None
             chosen = next_writer(now, source)
@@ -118,15 +118,14 @@ def switchover(
             runner.store.pin_writer(cluster.name, target)
             say(f"cluster {cluster.name}: {target} is the writer already; pinned there")
             return Exit.OK
-        pinned = replace(cluster, preferred_writer=target)
         _clients(runner, cluster, now.routed_writers, say)
         if dry_run:
             from checker_core.report import render
 
-            say(render(runner.run(pinned, Mode.DRY_RUN), cluster.hostgroups, with_sql=True))
+            say(render(runner.run(Mode.DRY_RUN, pin=target), cluster.hostgroups, with_sql=True))
             return Exit.OK
         runner.store.pin_writer(cluster.name, target)
-        return _move(runner, pinned, target, say)
+        return _move(runner, cluster, target, say)
     finally:
         runner.close()
 
@@ -168,7 +167,7 @@ def _move(
 ) -> Exit:
     timeout_s = cluster.drain_timeout_ms / 1000 + 5 * runner.settings.run.interval_ms / 1000
     ran = False
-    for result, late in passes_until(runner, cluster, timeout_s):
+    for result, late in passes_until(runner, timeout_s, pin=target):
         if result.outcome is not Outcome.BUSY:
             ran = True
             say(summary(result))

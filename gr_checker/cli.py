@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from checker_core.core.schema import Checker
 from checker_core.passes.plugin import CheckerKind
-from checker_core.settings.schema import Checker
 
 if TYPE_CHECKING:
     import click

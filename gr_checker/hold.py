@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
 from checker_core.core.settings import ClusterSettings
-from checker_core.passes.plugin import Advice, AdviceInput
+from checker_core.passes.plugin import AdviceInput
+from checker_core.passes.result import Advice
 from gr_checker.policy import GrFacts
 
 SUSPICION_S = 5.0  # XCom's fixed suspicion of a member it no longer hears

@@ -167,7 +167,7 @@ def switchover(
         )
         say(describe_refusal(cluster.name, target, refusal))
         return Exit.BAD_INPUT
-    runner = PassRunner(settings, kind)
+    runner = PassRunner(settings.only(cluster), kind)
     try:
         run = settings.run
         wait_s = (run.max_runtime_ms + run.interval_ms) / 1000
@@ -181,7 +181,7 @@ def switchover(
                 )
                 say(describe_refusal(cluster.name, target, refusal))
                 return Exit.BAD_INPUT
-            now = runner.run(cluster, Mode.STATUS)
+            now = runner.run(Mode.STATUS)
             if now.outcome in (Outcome.FAILED, Outcome.BAD_INPUT):
                 say(f"cluster {cluster.name}: switchover not started: {summary(now)}")
                 return now.outcome.exit_code
@@ -247,7 +247,7 @@ def _follow(
     call.start()
     said = ""
     reported = False
-    for result, late in passes_until(runner, cluster, timeout_s):
+    for result, late in passes_until(runner, timeout_s):
         ours = result.outcome is not Outcome.BUSY
         if ours:
             line = _MS.sub("", summary(result))

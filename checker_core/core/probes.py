@@ -15,12 +15,20 @@ nodes out.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import NodeAddress
 from checker_core.core.verdict import State, Verdict
+
+if TYPE_CHECKING:
+    import pymysql
+
+# a checker's probe: the questions it asks one node on an open connection, and what it makes of
+# the answers (a record the checker's policy reads)
+ProbeFn = Callable[["pymysql.connections.Connection[Any]"], object]
 
 
 class ProbeFailure(enum.Enum):

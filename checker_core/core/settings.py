@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from checker_core.core.leadership import ProxyAddress
 from checker_core.core.model import Hostgroups, NodeAddress
-from checker_core.settings.schema import Checker, SslMode
+from checker_core.core.schema import Checker, SslMode
 
 # the share of run.max_runtime_ms a pass gives its probes; the rest is for reading and writing
 # ProxySQL
@@ -169,3 +169,7 @@ class Settings:
     warnings: tuple[str, ...] = field(default=())
     # the account for actions on the nodes (eviction, GR switchover); None when not configured
     node_admin: Endpoint | None = None
+
+    def only(self, cluster: ClusterSettings) -> Settings:
+        """These settings with `cluster` as their one cluster (what one cluster's runner takes)."""
+        return replace(self, clusters=(cluster,))

@@ -16,13 +16,14 @@ import select
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import (
     ProbeFailure,
+    ProbeFn,
     ProbeResult,
     ProbeTimeouts,
     question_out_s,
@@ -38,8 +39,6 @@ if TYPE_CHECKING:
 
     from checker_core.core.settings import Endpoint
     from checker_core.edges.exchange import Exchange, Remembered
-
-ProbeFn = Callable[["pymysql.connections.Connection[Any]"], object]
 
 
 @functools.cache

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.leadership import ProxyAddress
 from checker_core.core.model import NodeAddress
-from checker_core.settings.schema import Checker
+from checker_core.core.schema import Checker
 
 if TYPE_CHECKING:
     from checker_core.core.leadership import PeerMemory

@@ -22,7 +22,6 @@ from checker_core.core.model import (
     NodeAddress,
     Plan,
     ServerRow,
-    ServerStatus,
     sort_rows,
 )
 from checker_core.core.staging import (
@@ -34,6 +33,14 @@ from checker_core.core.staging import (
     set_aside,
     undone,
     written_back,
+)
+from checker_core.core.statements import (
+    LOAD_SERVERS,
+    SAVE_SERVERS,
+    ApplyResult,
+    StagingRefused,
+    guarded_statement,
+    staging_statements,
 )
 from checker_core.edges.deadline import Deadline, PassTimeout
 from checker_core.edges.proxysql_rows import all_rows_as_one_value, rows_as_one_value, unpacked
@@ -78,16 +85,6 @@ class AdminQueryFailed(AdminError):
 
 class ApplyFailed(AdminError):
     """A plan could not be made live; ProxySQL's live rows are as they were."""
-
-
-@dataclass(frozen=True, slots=True)
-class ApplyResult:
-    staged: int  # statements written to the staging area
-    loaded: bool
-    saved: bool
-    # the change is live but SAVE ... TO DISK failed: a ProxySQL restart would load the old rows
-    # from disk until a later pass saves again
-    save_error: str | None = None
 
 
 def _select(table: str, count: int, tag: str | None = None) -> str:
@@ -808,7 +805,7 @@ class _Writes:
 
 # a failure after which the connection is still in step: ProxySQL answered, with a refusal, or
 # the pass itself found the rows wrong
-_IN_STEP = (AdminQueryFailed, BadRow, ApplyFailed)
+_IN_STEP = (AdminQueryFailed, BadRow, ApplyFailed, StagingRefused)
 
 
 def _say_nothing(_text: str) -> None:
@@ -855,117 +852,3 @@ def _reason(exc: BaseException) -> str:
     if len(args) >= 2:
         return f"{args[1]} (error {args[0]})"
     return str(exc)
-
-
-@dataclass(frozen=True, slots=True)
-class Statement:
-    """One admin statement with its parameters, kept apart until the driver binds them."""
-
-    sql: str
-    params: tuple[object, ...] = ()
-
-    def render(self) -> str:
-        """The statement as text a person can paste into the admin interface.
-
-        ProxySQL's admin sessions run with NO_BACKSLASH_ESCAPES (PyMySQL then doubles quotes
-        when it binds), so a quote is doubled and a backslash is an ordinary character.
-        """
-        if not self.params:
-            return self.sql + ";"
-        return (self.sql % tuple(_literal(p) for p in self.params)) + ";"
-
-
-def _literal(value: object) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, int):
-        return str(value)
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-LOAD_SERVERS = Statement("LOAD MYSQL SERVERS TO RUNTIME")
-SAVE_SERVERS = Statement("SAVE MYSQL SERVERS TO DISK")
-_DELETE = "DELETE FROM mysql_servers WHERE hostgroup_id = %s AND hostname = %s AND port = %s"
-# constant column names only; the values are parameters
-_REPLACE = f"REPLACE INTO mysql_servers ({_COLUMN_LIST}) VALUES ({_PLACEHOLDERS})"  # noqa: S608
-
-
-_KEY_COLUMNS = COLUMNS[:3]
-_OTHER_COLUMNS = COLUMNS[3:]
-# status compared as ProxySQL's CHECK reads it: a row staged as `online` is ONLINE (and read so)
-_HOLDS = " AND ".join(
-    f"UPPER({name}) = %s" if name == "status" else f"{name} = %s" for name in COLUMNS
-)
-_HAS_KEY = " AND ".join(f"{name} = %s" for name in _KEY_COLUMNS)
-_SET_OTHERS = ", ".join(f"{name} = %s" for name in _OTHER_COLUMNS)
-# constant column names only; the values are parameters
-_UPDATE_IF_HOLDS = f"UPDATE mysql_servers SET {_SET_OTHERS} WHERE {_HOLDS}"  # noqa: S608
-_DELETE_IF_HOLDS = f"DELETE FROM mysql_servers WHERE {_HOLDS}"  # noqa: S608
-_INSERT_IF_ABSENT = (
-    f"INSERT INTO mysql_servers ({_COLUMN_LIST}) SELECT {_PLACEHOLDERS} "  # noqa: S608
-    f"WHERE NOT EXISTS (SELECT 1 FROM mysql_servers WHERE {_HAS_KEY})"
-)
-
-
-def guarded_statement(write: GuardedWrite) -> Statement:
-    """The one statement that makes `write`, and changes no row unless the row still holds
-    what it expects (pure). ProxySQL's admin is SQLite underneath, and says how many rows a
-    statement changed."""
-    if write.expect is None:
-        assert write.write is not None, "a guarded write names a row"
-        return Statement(_INSERT_IF_ABSENT, (*write.write.values(), *write.write.key))
-    if write.write is None:
-        return Statement(_DELETE_IF_HOLDS, write.expect.values())
-    return Statement(_UPDATE_IF_HOLDS, (*write.write.values()[3:], *write.expect.values()))
-
-
-def staging_statements(
-    hostgroups: Sequence[int],
-    staging: Sequence[ServerRow],
-    desired: Sequence[ServerRow],
-    *,
-    writer: int | None = None,
-) -> tuple[Statement, ...]:
-    """What turns the staging rows of `hostgroups` into exactly `desired` (pure).
-
-    Removals and demotions come before additions, and ONLINE rows of the `writer` hostgroup
-    last of all: anyone's LOAD between two of these statements (an operator, another tool, a
-    ProxySQL Cluster pull) finds no more ONLINE writers staged than before or after them.
-    """
-    managed = set(hostgroups)
-    for row in desired:
-        if row.hostgroup_id not in managed:
-            raise ApplyFailed(f"refusing to stage {row.describe()}: not a managed hostgroup")
-    current = {row.key: row for row in staging if row.hostgroup_id in managed}
-    wanted = {row.key: row for row in desired}
-    deletes = [Statement(_DELETE, key) for key in sorted(current.keys() - wanted.keys())]
-
-    def phase(row: ServerRow) -> int:
-        if row.status is not ServerStatus.ONLINE:
-            return 0
-        return 2 if row.hostgroup_id == writer else 1
-
-    changed = sorted(
-        (row for key, row in wanted.items() if current.get(key) != row),
-        key=lambda row: (phase(row), row.key),
-    )
-    return tuple(deletes + [Statement(_REPLACE, row.values()) for row in changed])
-
-
-def plan_statements(
-    plan: Plan, staging: Sequence[ServerRow], persist: bool, *, save_owed: bool = False
-) -> tuple[Statement, ...]:
-    """Every statement apply() issues for this plan, in order (what dry-run prints)."""
-    hostgroups = plan.hostgroups
-    statements = staging_statements(
-        hostgroups.managed, staging, plan.desired, writer=hostgroups.writer
-    )
-    if plan.adopted:
-        statements += staging_statements(hostgroups.templates, staging, plan.adopted)
-    if plan.needs_load:
-        statements += (LOAD_SERVERS, SAVE_SERVERS) if persist else (LOAD_SERVERS,)
-    elif persist and save_owed:
-        statements += (SAVE_SERVERS,)
-    return statements

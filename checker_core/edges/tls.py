@@ -19,8 +19,8 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from checker_core.core.schema import SslMode
 from checker_core.edges import driver
-from checker_core.settings.schema import SslMode
 
 if TYPE_CHECKING:
     import pymysql

@@ -18,7 +18,7 @@ from checker_core.core.steady import Decided, still_holds
 from checker_core.core.verdict import Verdict
 
 if TYPE_CHECKING:
-    from checker_core.edges.proxysql import Statement
+    from checker_core.core.statements import Statement
 
 
 @dataclass(frozen=True, slots=True)

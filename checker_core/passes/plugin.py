@@ -3,20 +3,38 @@ advice. A contract of records and protocols; no I/O."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from checker_core.core.decide import Decision, Policy
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
+from checker_core.core.schema import Checker
 from checker_core.core.settings import ClusterSettings, Endpoint, Settings
 from checker_core.exitcodes import Exit
-from checker_core.settings.schema import Checker
+from checker_core.passes.result import Advice
 
 if TYPE_CHECKING:
-    from checker_core.edges.backend import ProbeFn
-    from checker_core.edges.memory import StateStore
+    from pathlib import Path
+
+    from checker_core.core.probes import ProbeFn
+
+
+class NodeStore(Protocol):
+    """What a checker's actions on the nodes keep in the state directory (the StateStore)."""
+
+    def evicted(self, cluster: str) -> dict[str, str]: ...
+
+    def record_evicted(self, cluster: str, uuids: Mapping[str, str]) -> str | None: ...
+
+    def evict_lock_path(self, cluster: str) -> Path: ...
+
+    def causal_latency(self, cluster: str) -> tuple[tuple[float, ...], float | None]: ...
+
+    def record_causal_latency(
+        self, cluster: str, samples: Collection[float], at: float
+    ) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +45,7 @@ class AfterPass:
     decision: Decision
     probes: Mapping[NodeAddress, ProbeResult]
     node_admin: Endpoint | None
-    store: StateStore
+    store: NodeStore
     budget_s: float  # what is left of the pass's time
     acting: bool  # False: a dry run, a standby or a paused checker only says what it would do
     # a daemon's pass (the process lives on): a slow action goes on after the pass, on a
@@ -73,14 +91,6 @@ class NodeActions(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class Advice:
-    """Something a pass works out for the operator without acting on it."""
-
-    text: str
-    warning: bool  # the pass line, status and check-config say it; else only check-config
-
-
-@dataclass(frozen=True, slots=True)
 class AdviceInput:
     cluster: ClusterSettings
     probes: Mapping[NodeAddress, ProbeResult]
@@ -123,7 +133,9 @@ class CheckerKind:
     probe: ProbeFn
     # the daemon's question to a writer between passes (a lighter probe); None: the probe
     watch: ProbeFn | None = None
-    actions: NodeActions | None = None
+    # makes one cluster's actions on its nodes: each runner has its own, so that what they
+    # keep between passes (throttles, an eviction under way) is never another cluster's
+    new_actions: Callable[[], NodeActions] | None = None
     advisor: Advisor | None = None
     # a planned move of the writer: the exit code once it is done or refused
     switchover: Callable[[SwitchoverRequest], Exit] | None = None

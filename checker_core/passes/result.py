@@ -20,12 +20,17 @@ if TYPE_CHECKING:
     from checker_core.core.decide import ClusterView, Decision
     from checker_core.core.hysteresis import NodeMemory
     from checker_core.core.leadership import Leadership, Role
-    from checker_core.core.model import ClusterRows
     from checker_core.core.settings import ClusterSettings
+    from checker_core.core.statements import ApplyResult, Statement
     from checker_core.core.whatif import Readiness, WhatIf
-    from checker_core.edges.backend import PendingProbes
-    from checker_core.edges.proxysql import AdminClient, ApplyResult, Statement
-    from checker_core.passes.plugin import Advice
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """Something a pass works out for the operator without acting on it."""
+
+    text: str
+    warning: bool  # the pass line, status and check-config say it; else only check-config
 
 
 class Mode(enum.Enum):
@@ -75,19 +80,6 @@ class PassInputs:
         return WhatIf(
             self.policy, self.policy, self.view, probes, self.memory, self.cluster, self.now
         )
-
-
-@dataclass(frozen=True, slots=True)
-class PassRead:
-    """What the pass's first step found: ProxySQL's rows of the cluster and what they mean, the
-    remembered counters, and the probes begun while the rows were read."""
-
-    admin: AdminClient
-    rows: ClusterRows
-    view: ClusterView
-    memory: Mapping[NodeAddress, NodeMemory]
-    pending: PendingProbes | None
-    probe_deadline: float  # monotonic: every probe of the pass ends by then
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
-"""One pass per cluster, read -> probe -> decide -> gate -> apply -> node actions -> report,
-and the clusters' passes side by side.
+"""One cluster's pass, read -> probe -> decide -> gate -> apply -> node actions -> report.
+A runner knows its own cluster and nothing of the others (checker_core.passes.fleet runs them
+side by side).
 
 `_pass` is the walk, step by step; the steps follow it in the order they run. Every rule that
 decides (what a node is, who writes, whether a pass stops or holds) is pure code in
@@ -22,28 +23,22 @@ from checker_core.core.decide import Decision, decide, unresponsive_at, view_of
 from checker_core.core.hysteresis import with_silence
 from checker_core.core.model import BadInput, NodeAddress
 from checker_core.core.probes import STILL_UNANSWERED, ProbeTimeouts, promote_unheard
+from checker_core.core.statements import ApplyResult, StagingRefused, plan_statements
 from checker_core.edges.backend import Prober
 from checker_core.edges.deadline import Deadline, PassTimeout
 from checker_core.edges.lock import cluster_lock
 from checker_core.edges.memory import StateStore
-from checker_core.edges.proxysql import (
-    AdminAccessDenied,
-    AdminClient,
-    AdminError,
-    ApplyFailed,
-    ApplyResult,
-    plan_statements,
-)
+from checker_core.edges.proxysql import AdminAccessDenied, AdminClient, AdminError, ApplyFailed
 from checker_core.passes import gate
 from checker_core.passes.plugin import AdviceInput, AfterPass, CheckerKind
 from checker_core.passes.proxy_facts import ProxyFacts
+from checker_core.passes.read import PassRead
 from checker_core.passes.result import (
     SAY_WHY_THEY_ENDED,
     Mode,
     Outcome,
     PassInputs,
     PassProgress,
-    PassRead,
     PassResult,
 )
 
@@ -53,12 +48,12 @@ if TYPE_CHECKING:
     from checker_core.core.probes import ProbeResult
     from checker_core.core.settings import ClusterSettings, Settings
     from checker_core.core.whatif import Assumed
-    from checker_core.fanout import Several
     from checker_core.passes.kept import Kept
+    from checker_core.passes.plugin import LaterActions, NodeActions
 
 
 class PassRunner:
-    """Runs passes for every configured cluster; keeps connections when persistent (daemon).
+    """Runs the passes of `settings`' one cluster; keeps connections when persistent (daemon).
 
     Its ports are given here, never set afterwards: `connect_admin` opens a connection to
     ProxySQL's admin (within a pass's deadline, when given one), `new_prober` makes the prober
@@ -82,7 +77,12 @@ class PassRunner:
         monotonic: Callable[[], float] = time.monotonic,
         assumed: Mapping[NodeAddress, Assumed] | None = None,
     ) -> None:
+        if len(settings.clusters) != 1:
+            raise ValueError(
+                f"a runner runs one cluster, not {len(settings.clusters)}: a Fleet runs several"
+            )
         self.settings = settings
+        self.cluster: ClusterSettings = settings.clusters[0]
         self.kind = kind
         self.persistent = persistent
         self.store = store or StateStore(
@@ -91,7 +91,7 @@ class PassRunner:
         # one writer at a time to this ProxySQL's mysql_servers: its admin has no transactions,
         # and a LOAD carries every staged row, another cluster's half-written ones too
         self.write_gate = write_gate or threading.Lock()
-        self._connect_admin = connect_admin or _connect_admin
+        self._connect_admin = connect_admin or open_admin
         self._new_prober = new_prober or functools.partial(_new_prober, kind, persistent)
         self.clock = clock
         self.monotonic = monotonic
@@ -99,9 +99,10 @@ class PassRunner:
         self.prober = self._new_prober(settings)
         self.facts = ProxyFacts(settings, self.store, persistent, monotonic)
         self._admin: AdminClient | None = None
-        self._several: Several | None = None  # with several clusters: a runner each
-        # the daemon's last roster per cluster: probed while ProxySQL's rows are being read
-        self._last_roster: dict[str, tuple[NodeAddress, ...]] = {}
+        # the cluster's own actions on its nodes: what they keep is this cluster's alone
+        self.actions: NodeActions | None = kind.new_actions() if kind.new_actions else None
+        # the daemon's last roster: probed while ProxySQL's rows are being read
+        self._last_roster: tuple[NodeAddress, ...] = ()
         # a daemon's steady pass makes none of its view, decision and statements again
         self._kept: Kept | None = None
         # questions the daemon's watch asked between passes and nobody answered: when each
@@ -112,54 +113,21 @@ class PassRunner:
 
             self._kept = Kept()
 
-    # ------------------------------------------------------------ the clusters' passes
-
-    def run_all(self, mode: Mode) -> list[PassResult]:
-        """One pass per cluster, all at once: one cluster's slow or dead nodes never delay
-        another's pass."""
-        clusters = self.settings.clusters
-        if len(clusters) == 1:
-            return [self.one_cluster(clusters[0], mode)]
-        return self.several().run_all(mode)
-
-    def several(self) -> Several:
-        """The passes of this runner's several clusters, one runner each (loaded only then)."""
-        if self._several is None:
-            from checker_core.fanout import Several
-
-            self._several = Several(self)
-        return self._several
-
-    def narrowed(self, cluster: ClusterSettings) -> PassRunner:
-        """A runner of this one cluster; the state store, the ProxySQL write gate and the
-        ports are this runner's."""
-        return PassRunner(
-            replace(self.settings, clusters=(cluster,)),
-            self.kind,
-            self.persistent,
-            store=self.store,
-            write_gate=self.write_gate,
-            connect_admin=self._connect_admin,
-            new_prober=self._new_prober,
-            clock=self.clock,
-            monotonic=self.monotonic,
-            assumed=self.assumed,
-        )
-
     # ------------------------------------------------------------ one cluster's pass
 
-    def one_cluster(self, cluster: ClusterSettings, mode: Mode) -> PassResult:
-        """One cluster's pass; whatever escapes it is that cluster's failed pass, never the
-        end of the others' passes or of the daemon (a net: every failure a pass expects
-        already has its own outcome)."""
+    def run(self, mode: Mode, *, pin: NodeAddress | None = None) -> PassResult:
+        """The cluster's pass (`pin`: with that writer pinned, as a switchover's dry run asks);
+        whatever escapes it is this cluster's failed pass, never the end of the others' passes
+        or of the daemon (a net: every failure a pass expects already has its own outcome)."""
+        cluster = self.cluster if pin is None else replace(self.cluster, preferred_writer=pin)
         try:
-            return self.run(cluster, mode)
+            return self._under_lock(cluster, mode)
         except Exception as exc:  # the net itself
             self.drop_admin()
             message = f"internal error, nothing more done: {type(exc).__name__}: {exc}"
             return PassResult(cluster.name, "-", Outcome.FAILED, 0.0, message)
 
-    def run(self, cluster: ClusterSettings, mode: Mode) -> PassResult:
+    def _under_lock(self, cluster: ClusterSettings, mode: Mode) -> PassResult:
         """The pass, under the cluster's lock when it applies (a second one finds it busy)."""
         progress = PassProgress(cluster.name, os.urandom(6).hex(), self.monotonic())
         if mode is not Mode.APPLY:
@@ -195,7 +163,7 @@ class PassRunner:
             return self._pass(cluster, mode, progress, deadline)
         except (BadInput, AdminAccessDenied) as exc:
             return self._finish(progress, Outcome.BAD_INPUT, f"bad input, nothing changed: {exc}")
-        except ApplyFailed as exc:
+        except (ApplyFailed, StagingRefused) as exc:
             self.drop_admin()
             failed = f"apply failed, live rows unchanged: {exc}"
             return self._finish(progress, Outcome.FAILED, failed)
@@ -304,14 +272,14 @@ class PassRunner:
         memory, warning = self.store.load(cluster.name)
         if warning:
             progress.warn(warning)
-        early = self._last_roster.get(cluster.name, ()) if self.persistent else tuple(memory)
+        early = self._last_roster if self.persistent else tuple(memory)
         probe_deadline = progress.started + self.settings.run.probe_budget_ms / 1000
         pending = self.prober.start(early, probe_deadline) if early else None
         admin = self.admin(deadline)
         rows = admin.read_rows(cluster.hostgroups.all)
         view = self._kept.view(rows, cluster) if self._kept else view_of(rows, cluster)
         if self.persistent:
-            self._last_roster[cluster.name] = view.roster.addresses
+            self._last_roster = view.roster.addresses
         return PassRead(admin, rows, view, memory, pending, probe_deadline)
 
     def _probe(self, read: PassRead, cluster: ClusterSettings) -> dict[NodeAddress, ProbeResult]:
@@ -492,7 +460,7 @@ class PassRunner:
 
     def _act_on_nodes(self, progress: PassProgress, cluster: ClusterSettings, acting: bool) -> None:
         """The checker's actions on the nodes (evictions), after the LOAD: routing first."""
-        actions, decision = self.kind.actions, progress.decision
+        actions, decision = self.actions, progress.decision
         if actions is None or decision is None:
             return
         left = self.settings.run.max_runtime_ms / 1000 - (self.monotonic() - progress.started)
@@ -572,11 +540,13 @@ class PassRunner:
             self._admin.close()
             self._admin = None
 
+    def finish_actions(self) -> tuple[LaterActions, ...]:
+        """A one-shot process's node actions its passes left for after them (NodeActions.finish)."""
+        return self.actions.finish() if self.actions is not None else ()
+
     def close(self) -> None:
         self.drop_admin()
         self.prober.close()
-        if self._several is not None:
-            self._several.close()
 
     def _remember(
         self, progress: PassProgress, cluster: str, memory: Mapping[NodeAddress, NodeMemory]
@@ -611,7 +581,8 @@ class PassRunner:
         return self._finish(progress, Outcome.CHANGED, Outcome.CHANGED.label)
 
 
-def _connect_admin(settings: Settings, deadline: Deadline | None) -> AdminClient:
+def open_admin(settings: Settings, deadline: Deadline | None) -> AdminClient:
+    """A connection to the admin of `settings`' ProxySQL, within `deadline` when given."""
     return AdminClient.connect(settings.proxysql, deadline)
 
 

@@ -24,6 +24,7 @@ from checker_core.core.settings import ClusterSettings, ListenAddress, Settings
 from checker_core.edges import tls
 from checker_core.edges.memory import StateStore
 from checker_core.edges.proxysql import AdminError
+from checker_core.passes.fleet import Fleet
 from checker_core.passes.plugin import CheckerKind
 from checker_core.passes.result import Mode, PassResult
 from checker_core.passes.runner import PassRunner
@@ -37,10 +38,9 @@ from checker_core.service.watch_hub import WatchHub
 from checker_core.settings.config import ConfigError
 
 
-class NewRunner(Protocol):
-    """Makes the daemon's runner of every configured cluster (the roster-overlap check's, and
-    the one each cluster's runner is narrowed from); `store` and `write_gate` are the running
-    ones a reload keeps."""
+class NewFleet(Protocol):
+    """Makes the daemon's fleet of every configured cluster (each loop's runner is made by
+    it); `store` and `write_gate` are the running ones a reload keeps."""
 
     def __call__(
         self,
@@ -48,7 +48,7 @@ class NewRunner(Protocol):
         *,
         store: StateStore | None = None,
         write_gate: threading.Lock | None = None,
-    ) -> PassRunner: ...
+    ) -> Fleet: ...
 
 
 def run_daemon(
@@ -171,10 +171,10 @@ class ClusterLoop:
         self.warmed = True
 
     def passes(self) -> list[PassResult]:
-        refused = self.daemon.refusal(self.cluster)
+        refused = self.daemon.fleet.refusal(self.cluster)
         if refused is not None:
             return [refused]
-        return [self.runner.one_cluster(self.cluster, Mode.APPLY)]
+        return [self.runner.run(Mode.APPLY)]
 
     def run_pass(self) -> None:
         daemon = self.daemon
@@ -239,7 +239,7 @@ class ClusterLoop:
 
 
 class Daemon:
-    """The loops and what surrounds them: the runner their settings came from, what they show
+    """The loops and what surrounds them: the fleet their runners come from, what they show
     outside, and how they reach systemd. The main thread takes signals and reloads, and reports
     to systemd; the loops turn on their own."""
 
@@ -249,14 +249,14 @@ class Daemon:
         kind: CheckerKind,
         log: Any,
         notify: Notifier,
-        new_runner: NewRunner | None = None,
+        new_fleet: NewFleet | None = None,
     ) -> None:
         self.load, self.kind, self.log, self.notify = load, kind, log, notify
-        self.new_runner = new_runner or _runner_of(kind)
+        self.new_fleet = new_fleet or _fleet_of(kind)
         settings = self.settings = load()
         self.board = Board(settings)
         self.listener = self._listen(settings.run.metrics_listen)
-        self.parent = self.new_runner(settings)
+        self.fleet = self.new_fleet(settings)
         self.readiness = ReadinessWatch()
         # one thread watches every cluster's connections and writers between passes
         self.hub = WatchHub()
@@ -292,19 +292,12 @@ class Daemon:
         for i, cluster in enumerate(clusters):
             loop = self.loops.get(cluster.name)
             if loop is None:
-                runner = self.parent.narrowed(cluster)
+                runner = self.fleet.new_runner(cluster)
                 loop = ClusterLoop(
                     self, runner, cluster, i * spread_s, replaces=replaced.get(cluster.name)
                 )
             loops[cluster.name] = loop
         self.loops = loops
-
-    def refusal(self, cluster: ClusterSettings) -> PassResult | None:
-        """The pass a cluster whose roster names another's node gets instead of its own."""
-        parent = self.parent  # read once: a reload may replace it meanwhile
-        if len(parent.settings.clusters) == 1:
-            return None
-        return parent.several().refusal(cluster)
 
     def between_for(self, runner: PassRunner) -> BetweenPasses:
         settings = runner.settings
@@ -424,7 +417,7 @@ class Daemon:
     def close(self) -> None:
         self.readiness.close()
         self.hub.close()
-        self.parent.close()
+        self.fleet.close()
         if self.listener is not None:
             self.listener.close()
 
@@ -472,14 +465,14 @@ class Daemon:
             return
         plan = plan_reload(self.settings, settings)
         tls.forget()  # certificate files are read again, as the configuration is
-        old = self.parent
+        old = self.fleet
         # the kept loops' runners write with this store and gate: the new ones share them. The
         # one ProxySQL write gate is kept whatever changed: a stopped loop's last pass may
         # still be writing beside a new loop's first
         keep_store = "run.state_dir" not in plan.shared and "a cluster named `all`" not in (
             plan.shared
         )
-        self.parent = self.new_runner(
+        self.fleet = self.new_fleet(
             settings, store=old.store if keep_store else None, write_gate=old.write_gate
         )
         self.settings = settings
@@ -513,21 +506,19 @@ class Daemon:
         )
         # closed once no kept loop reads the rosters through it: off this thread, which goes
         # on taking signals and pinging the watchdog while such a read ends
-        threading.Thread(
-            target=old.several().close_parent, name="reload-close", daemon=True
-        ).start()
+        threading.Thread(target=old.retire, name="reload-close", daemon=True).start()
 
 
-def _runner_of(kind: CheckerKind) -> NewRunner:
-    def new_runner(
+def _fleet_of(kind: CheckerKind) -> NewFleet:
+    def new_fleet(
         settings: Settings,
         *,
         store: StateStore | None = None,
         write_gate: threading.Lock | None = None,
-    ) -> PassRunner:
-        return PassRunner(settings, kind, persistent=True, store=store, write_gate=write_gate)
+    ) -> Fleet:
+        return Fleet(settings, kind, persistent=True, store=store, write_gate=write_gate)
 
-    return new_runner
+    return new_fleet
 
 
 def warm_up(runner: PassRunner) -> int:

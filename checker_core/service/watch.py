@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 from checker_core.core.decide import Policy
 from checker_core.core.model import NodeAddress
-from checker_core.core.probes import ProbeFailure, ProbeResult
+from checker_core.core.probes import ProbeFailure, ProbeFn, ProbeResult
 from checker_core.core.settings import Endpoint
-from checker_core.edges.backend import ProbeFn, Prober
+from checker_core.edges.backend import Prober
 from checker_core.passes.result import PassResult
 from checker_core.service.watch_hub import Watcher, WatchHub
 

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 from checker_core.core.model import NodeAddress
 
 if TYPE_CHECKING:
-    from checker_core.core.probes import ProbeResult
-    from checker_core.edges.backend import OpenAsk, ProbeFn, Prober
+    from checker_core.core.probes import ProbeFn, ProbeResult
+    from checker_core.edges.backend import OpenAsk, Prober
 
 # the longest the hub sleeps in one go with nothing due (a new watcher wakes it at once)
 HUB_NAP_S = 1.0

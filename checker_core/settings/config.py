@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from checker_core.core.hostname import host_problem
+from checker_core.core.keys import ENV_PREFIX, KEYS_BY_SECTION, SECTIONS
 from checker_core.core.leadership import ProxyAddress
 from checker_core.core.model import Hostgroups
+from checker_core.core.schema import INT_MAX, Checker, Derived, Key, SslMode
 from checker_core.core.settings import (
     ClusterSettings,
     Endpoint,
@@ -28,8 +30,6 @@ from checker_core.core.settings import (
     Settings,
     Tls,
 )
-from checker_core.settings.keys import ENV_PREFIX, KEYS_BY_SECTION, SECTIONS
-from checker_core.settings.schema import INT_MAX, Checker, Derived, Key, SslMode
 
 CONFIG_ENV = "CHECKER_CONFIG"  # names the file itself; not a setting
 CLUSTER_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
+from checker_core.core.keys import KEYS
 from checker_core.core.model import NodeAddress
 from checker_core.core.settings import ListenAddress
-from checker_core.settings.keys import KEYS
 from tests.integration.rig import Rig, parse_logs
 from tests.lab.process import LabError, free_port, wait_until
 from tests.packaging.test_container import (

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from checker_core.core.schema import Checker
 from checker_core.passes.result import Mode, PassResult
 from checker_core.passes.runner import PassRunner
 from checker_core.settings.config import load
-from checker_core.settings.schema import Checker
 from galera_checker.cli import kind as galera_kind
 from tests.integration.rig import admin_for
 from tests.lab.fleet_config import Fleet, seed, write_config
@@ -51,5 +51,5 @@ def reset_sim_runner(lab: ProxySQLLab, directory: Path) -> Iterator[PassRunner]:
 
 def one_pass(runner: PassRunner) -> PassResult:
     """One acting pass of the runner's one cluster."""
-    (result,) = runner.run_all(Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     return result

@@ -21,8 +21,8 @@ import pytest
 from click.testing import CliRunner
 
 from checker_core import oneshot
-from checker_core.settings.keys import KEYS
-from checker_core.settings.schema import Checker
+from checker_core.core.keys import KEYS
+from checker_core.core.schema import Checker
 from tests.lab.proxysql import ProxySQLLab, admin_cursor
 
 pytestmark = pytest.mark.proxysql
@@ -1224,7 +1224,7 @@ def test_the_daemon_refuses_a_natively_managed_cluster(world: World) -> None:
     before = snapshot(world)
     runner = PassRunner(load(path, Checker.GALERA, env={}), kind(), persistent=True)
     try:
-        (result,) = runner.run_all(Mode.APPLY)
+        result = runner.run(Mode.APPLY)
     finally:
         runner.close()
     assert result.outcome is Outcome.BAD_INPUT

@@ -34,16 +34,17 @@ from checker_core.core.model import (
     ServerRow,
     ServerStatus,
 )
+from checker_core.core.schema import Checker
+from checker_core.core.statements import LOAD_SERVERS
 from checker_core.edges import native, proxysql_peers, proxysql_sessions
 from checker_core.edges.memory import StateStore
-from checker_core.edges.proxysql import LOAD_SERVERS, AdminClient, AdminError
+from checker_core.edges.proxysql import AdminClient, AdminError
 from checker_core.scheduler import (
     SchedulerRow,
     existing_row_ids,
     install_statements,
     retire_statements,
 )
-from checker_core.settings.schema import Checker
 from tests.lab.process import free_port
 from tests.lab.proxysql import ProxySQLLab, admin_cursor, find_proxysql_binary
 

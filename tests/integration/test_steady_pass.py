@@ -25,7 +25,7 @@ def runner(private_proxysql: ProxySQLLab, tmp_path: Path) -> Iterator[tuple[SimN
 
 
 def one_pass(runner: PassRunner) -> PassResult:
-    (result,) = runner.run_all(Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     return result
 
 

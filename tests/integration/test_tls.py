@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from checker_core.core.model import NodeAddress
+from checker_core.core.schema import SslMode
 from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
 from checker_core.edges import tls
 from checker_core.edges.backend import Prober
 from checker_core.edges.proxysql import AdminClient, AdminUnreachable
-from checker_core.settings.schema import SslMode
 from galera_checker.policy import GaleraFacts
 from galera_checker.probe import probe
 from tests.integration.rig import HG, Rig, as_configured, seeded_rig

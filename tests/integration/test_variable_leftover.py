@@ -58,7 +58,7 @@ def runner(private_proxysql: ProxySQLLab, tmp_path: Path) -> Iterator[PassRunner
 
 
 def acting_pass(runner: PassRunner) -> PassResult:
-    (result,) = runner.run_all(Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     return result
 
 

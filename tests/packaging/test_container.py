@@ -28,8 +28,8 @@ import pytest
 import yaml
 
 from checker_core.cli import COMMANDS
+from checker_core.core.keys import KEYS
 from checker_core.core.settings import ListenAddress
-from checker_core.settings.keys import KEYS
 from tests.integration.rig import Rig
 from tests.lab.process import LabError, free_port, wait_until
 

@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 
 from checker_core.core.leadership import ProxyAddress
+from checker_core.core.schema import Checker
 from checker_core.settings.config import load
-from checker_core.settings.schema import Checker
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFEST = REPO / "config" / "kubernetes" / "proxysql-cluster.yaml"

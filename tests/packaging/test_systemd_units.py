@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from checker_core.settings.keys import KEYS
-from checker_core.settings.schema import Checker
+from checker_core.core.keys import KEYS
+from checker_core.core.schema import Checker
 from tests.lab.require import unavailable
 
 UNITS = Path(__file__).resolve().parents[2] / "config" / "systemd"

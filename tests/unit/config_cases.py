@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from checker_core.core.schema import Checker
 from checker_core.core.settings import Settings
 from checker_core.passes.plugin import CheckerKind
 from checker_core.passes.runner import PassRunner
 from checker_core.settings.config import load
-from checker_core.settings.schema import Checker
 from galera_checker.policy import GaleraPolicy
 
 # the one cluster every config below names (the hostgroups of galera_cases.HG)

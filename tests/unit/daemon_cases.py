@@ -9,7 +9,7 @@ from checker_core.core.decide import view_of
 from checker_core.core.model import NodeAddress, ServerRow
 from checker_core.core.probes import ProbeResult
 from checker_core.core.roster import LiveLayout
-from checker_core.edges.proxysql import ApplyResult
+from checker_core.core.statements import ApplyResult
 from checker_core.passes.result import Outcome, PassInputs, PassResult
 from galera_checker.policy import GaleraPolicy
 from tests.unit.galera_cases import HG, NODES, cluster_settings, probe_ok, rows_of, run

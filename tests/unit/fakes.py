@@ -6,16 +6,14 @@ from __future__ import annotations
 import contextlib
 import socket
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 from checker_core.core.model import COLUMNS, ClusterRows, NodeAddress, ServerRow, sort_rows
+from checker_core.core.statements import LOAD_SERVERS, SAVE_SERVERS
 from checker_core.edges.backend import PendingProbes, Prober
-from checker_core.edges.proxysql import (
-    LOAD_SERVERS,
-    SAVE_SERVERS,
-    AdminClient,
-    AdminQueryFailed,
-)
+from checker_core.edges.proxysql import AdminClient, AdminQueryFailed
+from checker_core.passes.runner import PassRunner
 from tests.unit.galera_cases import probe_down, probe_ok
 
 
@@ -181,3 +179,20 @@ def ports(
     if monotonic is not None:
         given["monotonic"] = monotonic
     return given
+
+
+def retuned(runner: PassRunner, **changes: Any) -> PassRunner:
+    """A runner with the same ports, store and clocks as `runner`, its cluster's settings
+    changed by `changes` (what a daemon's reload of that cluster makes)."""
+    cluster = replace(runner.cluster, **changes)
+    return PassRunner(
+        runner.settings.only(cluster),
+        runner.kind,
+        runner.persistent,
+        store=runner.store,
+        write_gate=runner.write_gate,
+        connect_admin=runner._connect_admin,
+        new_prober=runner._new_prober,
+        clock=runner.clock,
+        monotonic=runner.monotonic,
+    )

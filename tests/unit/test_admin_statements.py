@@ -17,15 +17,15 @@ from checker_core.core.model import (
     ServerStatus,
     sort_rows,
 )
-from checker_core.edges.proxysql import (
+from checker_core.core.statements import (
     LOAD_SERVERS,
     SAVE_SERVERS,
-    AdminClient,
-    ApplyFailed,
+    StagingRefused,
     Statement,
     plan_statements,
     staging_statements,
 )
+from checker_core.edges.proxysql import AdminClient
 
 HG = Hostgroups(
     writer=100, reader=101, backup_writer=102, offline=9100, config_writer=8100, config_reader=8101
@@ -82,7 +82,7 @@ def test_staging_statements_only_touch_differences() -> None:
 
 
 def test_staging_refuses_rows_outside_the_cluster() -> None:
-    with pytest.raises(ApplyFailed, match="not a managed hostgroup"):
+    with pytest.raises(StagingRefused, match="not a managed hostgroup"):
         staging_statements(HG.managed, [], [ServerRow(8100, "db1", 3311)])
 
 

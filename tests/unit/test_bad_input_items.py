@@ -20,9 +20,9 @@ import pytest
 from click.testing import CliRunner
 
 from checker_core.core.model import ClusterRows, ServerRow, sort_rows
+from checker_core.core.schema import Checker
 from checker_core.scheduler import SCHEDULER_ROWS
 from checker_core.settings.config import ConfigError, load
-from checker_core.settings.schema import Checker
 from galera_checker.cli import build as build_galera
 from tests.unit.config_cases import CONFIG, MAIN_CLUSTER, config_file
 from tests.unit.fakes import MemoryAdmin

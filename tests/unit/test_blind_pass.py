@@ -212,7 +212,7 @@ def blind_runner(tmp_path: Path) -> tuple[PassRunner, FakeAdmin]:
 
 def test_the_runner_loads_nothing_and_saves_no_counter_on_a_blind_pass(tmp_path: Path) -> None:
     runner, admin = blind_runner(tmp_path)
-    result = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    result = runner.run(Mode.APPLY)
 
     assert result.outcome is Outcome.BLIND
     assert result.outcome.exit_code == 0
@@ -224,7 +224,7 @@ def test_the_runner_loads_nothing_and_saves_no_counter_on_a_blind_pass(tmp_path:
 
 def test_a_blind_dry_run_says_why_it_has_no_sql(tmp_path: Path) -> None:
     runner, _ = blind_runner(tmp_path)
-    result = runner.run(runner.settings.clusters[0], Mode.DRY_RUN)
+    result = runner.run(Mode.DRY_RUN)
     assert result.outcome is Outcome.BLIND
     text = render(result, HG, with_sql=True)
     assert "SQL: none (no node answered: a blind pass changes nothing)" in text

@@ -13,6 +13,7 @@ import pytest
 from checker_core.core.hysteresis import NodeMemory, settle, settles_at, span_needed
 from checker_core.core.model import NodeAddress, ServerStatus
 from checker_core.core.probes import ProbeFailure, ProbeResult
+from checker_core.core.schema import Checker
 from checker_core.core.settings import ClusterSettings
 from checker_core.core.verdict import State, Verdict
 from checker_core.edges import memory as memory_module
@@ -22,9 +23,8 @@ from checker_core.passes.result import Mode, Outcome
 from checker_core.passes.runner import PassRunner
 from checker_core.report import summary
 from checker_core.service.board import Board
-from checker_core.settings.schema import Checker
 from tests.unit.config_cases import galera_runner, galera_settings
-from tests.unit.fakes import HealthyProber, MemoryAdmin, ports
+from tests.unit.fakes import HealthyProber, MemoryAdmin, ports, retuned
 from tests.unit.galera_cases import HG, N1, N2, placed, probe_down, probe_ok, steady, templates
 from tests.unit.test_failure_paths import DESYNCED, HeldAdmin
 
@@ -91,33 +91,34 @@ def writer_down(
     prober = DownProber() if relay is None else relay.first
     runner = runner_at(tmp_path, 2000, now, admin, relay or prober)
     prober.down.add(N1)
-    return runner, admin, prober, replace(runner.settings.clusters[0], retry_down=3)
+    runner = retuned(runner, retry_down=3)
+    return runner, admin, prober, runner.cluster
 
 
 def test_passes_that_ask_again_sooner_do_not_spend_retry_down_faster(tmp_path: Path) -> None:
     """retry_down = 3 at interval_ms = 2000 tolerates a writer blip of up to 3 s, however many
     passes the daemon runs in it (its recheck runs them back to back)."""
     now = [100.0]
-    runner, admin, _, cluster = writer_down(tmp_path, now)
+    runner, admin, _, _ = writer_down(tmp_path, now)
     for at in (0.0, 0.3, 0.65, 1.5):  # four passes in a 1.5 s blip
         now[0] = 100.0 + at
-        held = runner.run(cluster, Mode.APPLY)
+        held = runner.run(Mode.APPLY)
         assert writers(admin) == {N1}, summary(held)
     now[0] = 100.0 + 3.0  # three probes over two intervals (less half of one): it is down
-    acted = runner.run(cluster, Mode.APPLY)
+    acted = runner.run(Mode.APPLY)
     assert acted.outcome is Outcome.CHANGED
     assert writers(admin) == {N2}, summary(acted)
 
 
 def test_a_blip_shorter_than_the_span_leaves_the_writer_alone(tmp_path: Path) -> None:
     now = [100.0]
-    runner, admin, prober, cluster = writer_down(tmp_path, now)
+    runner, admin, prober, _ = writer_down(tmp_path, now)
     for at in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4):
         now[0] = 100.0 + at
-        runner.run(cluster, Mode.APPLY)
+        runner.run(Mode.APPLY)
     prober.down.clear()  # back after 1.5 s
     now[0] = 101.6
-    back = runner.run(cluster, Mode.APPLY)
+    back = runner.run(Mode.APPLY)
     assert back.outcome is Outcome.UNCHANGED, summary(back)
     assert writers(admin) == {N1}
 
@@ -184,13 +185,13 @@ def test_the_pass_says_when_its_held_writer_can_be_moved(tmp_path: Path) -> None
     now = [100.0]
     prober = DownProber()
     runner = runner_at(tmp_path, 2000, now, MemoryAdmin([*templates(), *steady(N1)]), prober)
-    cluster = replace(runner.settings.clusters[0], retry_down=2)
+    runner = retuned(runner, retry_down=2)
     prober.down.add(N1)
-    first = runner.run(cluster, Mode.APPLY)
+    first = runner.run(Mode.APPLY)
     assert first.decision is not None
     assert first.decision.due == {N1: 101.0}
     now[0] = 101.0
-    second = runner.run(cluster, Mode.APPLY)
+    second = runner.run(Mode.APPLY)
     assert second.outcome is Outcome.CHANGED, summary(second)
 
 
@@ -207,13 +208,13 @@ def test_a_drain_ends_after_drain_timeout_ms_when_the_wall_clock_steps_back(
     admin = HeldAdmin([*templates(), *steady(N1)])
     prober = DownProber()
     runner = galera_runner(tmp_path, **ports(admin, prober))
-    cluster = replace(runner.settings.clusters[0], drain_timeout_ms=50)
+    runner = retuned(runner, drain_timeout_ms=50)
     prober.facts[N1] = DESYNCED
-    runner.run(cluster, Mode.APPLY)
+    runner.run(Mode.APPLY)
     assert admin.runtime[placed(N1, HG.writer).key].status is ServerStatus.OFFLINE_SOFT
     wall[0] -= 3600
     time.sleep(0.1)  # longer than drain_timeout_ms, on the monotonic clock
-    done = runner.run(cluster, Mode.APPLY)
+    done = runner.run(Mode.APPLY)
     assert placed(N1, HG.writer).key not in admin.runtime, summary(done)
 
 
@@ -223,7 +224,7 @@ def test_health_ages_are_monotonic(tmp_path: Path) -> None:
     )
     ticks, wall = [500.0], [1_800_000_000.0]
     board = Board(runner.settings, clock=lambda: ticks[0], wall=lambda: wall[0])
-    board.record([runner.run(runner.settings.clusters[0], Mode.APPLY)])
+    board.record([runner.run(Mode.APPLY)])
     assert board.health().healthy
     wall[0] += 7200  # NTP steps the clock two hours forward
     ticks[0] += 1
@@ -271,13 +272,13 @@ def test_a_silent_node_a_pass_did_not_count_is_not_asked_again_at_once(tmp_path:
     start pass after pass."""
     now = [100.0]
     relay = Relay(DownProber())
-    runner, admin, prober, three = writer_down(tmp_path, now, relay)
-    cluster = replace(three, retry_down=2)
-    runner.run(cluster, Mode.APPLY)  # N1's first bad probe: one more, a second later, moves it
+    runner, admin, prober, _ = writer_down(tmp_path, now, relay)
+    runner = retuned(runner, retry_down=2)
+    runner.run(Mode.APPLY)  # N1's first bad probe: one more, a second later, moves it
     prober.down.clear()
     relay.to = SilentProber({N1, N2})
     now[0] = 110.0
-    quiet = runner.run(cluster, Mode.APPLY)
+    quiet = runner.run(Mode.APPLY)
     assert quiet.decision is not None
     assert N1 not in quiet.decision.due
     assert writers(admin) == {N1}

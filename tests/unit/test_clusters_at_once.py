@@ -14,11 +14,12 @@ from typing import Any, cast
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
 from checker_core.core.settings import Settings
+from checker_core.core.statements import LOAD_SERVERS
 from checker_core.edges.backend import PendingProbes, Prober
 from checker_core.edges.deadline import Deadline
-from checker_core.edges.proxysql import LOAD_SERVERS, AdminClient
+from checker_core.edges.proxysql import AdminClient
+from checker_core.passes.fleet import Fleet
 from checker_core.passes.result import Mode, Outcome, PassResult
-from checker_core.passes.runner import PassRunner
 from tests.lab.process import wait_until
 from tests.unit.config_cases import galera_kind, galera_settings
 from tests.unit.fakes import HealthyProber, MemoryAdmin, hung_admin
@@ -67,11 +68,11 @@ def two_clusters(
     admins: Mapping[str, AdminClient] | None = None,
     probers: Mapping[str, HealthyProber] | None = None,
     overlap: AdminClient | None = None,
-) -> PassRunner:
-    """A runner of clusters "main" and "other": each cluster's runner connects to its admin in
-    `admins` and probes with its prober in `probers` (healthy when not named); the runner of
-    both connects to `overlap` for its roster-overlap check (by default an admin with no roster
-    to compare)."""
+) -> Fleet:
+    """A fleet of clusters "main" and "other": each cluster's runner connects to its admin in
+    `admins` and probes with its prober in `probers` (healthy when not named); the fleet
+    connects to `overlap` for its roster-overlap check (by default an admin with no roster to
+    compare)."""
     one = galera_settings(tmp_path)
     main = one.clusters[0]
     settings = replace(
@@ -90,12 +91,12 @@ def two_clusters(
         named = (probers or {}).get(given.clusters[0].name) if len(given.clusters) == 1 else None
         return cast(Prober, named or HealthyProber())
 
-    return PassRunner(settings, galera_kind(), connect_admin=connect_admin, new_prober=new_prober)
+    return Fleet(settings, galera_kind(), connect_admin=connect_admin, new_prober=new_prober)
 
 
-def run_in_background(runner: PassRunner) -> tuple[threading.Thread, list[list[PassResult]]]:
+def run_in_background(fleet: Fleet) -> tuple[threading.Thread, list[list[PassResult]]]:
     results: list[list[PassResult]] = []
-    thread = threading.Thread(target=lambda: results.append(runner.run_all(Mode.APPLY)))
+    thread = threading.Thread(target=lambda: results.append(fleet.run_all(Mode.APPLY)))
     thread.start()
     return thread, results
 
@@ -105,13 +106,13 @@ def test_a_cluster_whose_nodes_hang_does_not_hold_up_another_clusters_failover(
 ) -> None:
     release = threading.Event()
     failing_admin = MemoryAdmin([*templates(), *steady(N1)])
-    runner = two_clusters(
+    fleet = two_clusters(
         tmp_path,
         admins={"main": MemoryAdmin([*templates(), *steady(N1)]), "other": failing_admin},
         probers={"main": HangingProber(release), "other": WriterDownProber()},
     )
 
-    thread, results = run_in_background(runner)
+    thread, results = run_in_background(fleet)
     try:
         # the failover is loaded while the first cluster's nodes still hang
         wait_until(lambda: LOAD_SERVERS.sql in failing_admin.sent, 20, "the other cluster's LOAD")
@@ -130,14 +131,14 @@ def test_a_cluster_whose_nodes_hang_does_not_hold_up_another_clusters_failover(
 def test_a_pass_on_a_thread_of_its_own_is_cut_short_at_its_deadline(tmp_path: Path) -> None:
     fine = MemoryAdmin([*templates(), *steady(N1)])
     with hung_admin() as slow:
-        runner = two_clusters(
+        fleet = two_clusters(
             tmp_path,
             max_runtime_ms=300,
             admins={"main": slow, "other": fine},
             probers={"main": HealthyProber(), "other": HealthyProber()},
         )
 
-        thread, results = run_in_background(runner)
+        thread, results = run_in_background(fleet)
         thread.join(RELEASE_TIMEOUT_S)
 
     (passes,) = results
@@ -156,10 +157,10 @@ class BrokenAdmin(MemoryAdmin):
 def test_a_failure_in_the_daemons_roster_overlap_check_is_that_clusters_failed_pass(
     tmp_path: Path,
 ) -> None:
-    runner = two_clusters(tmp_path, overlap=BrokenAdmin([]))
-    first = runner.settings.clusters[0]
+    fleet = two_clusters(tmp_path, overlap=BrokenAdmin([]))
+    first = fleet.settings.clusters[0]
 
-    result = runner.several().run_one(first, Mode.APPLY)
+    result = fleet.refusal(first)
 
-    assert result.outcome is Outcome.FAILED
+    assert result is not None and result.outcome is Outcome.FAILED
     assert "a bug in reading the rosters" in result.message

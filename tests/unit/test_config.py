@@ -11,12 +11,12 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from checker_core.core.keys import KEYS
 from checker_core.core.model import NodeAddress
+from checker_core.core.schema import Checker
 from checker_core.core.settings import Secret
 from checker_core.edges.backend import PendingProbes
 from checker_core.settings.config import ConfigError, load
-from checker_core.settings.keys import KEYS
-from checker_core.settings.schema import Checker
 from galera_checker.cli import build as build_galera
 from gr_checker.cli import build as build_gr
 from tests.unit.config_cases import CONFIG, config_file
@@ -379,7 +379,7 @@ def test_unusable_state_dir_is_bad_input_before_any_connection(
     settings = dataclasses.replace(settings, run=run)
     runner = PassRunner(settings, kind())
     try:
-        (result,) = runner.run_all(Mode.APPLY)
+        result = runner.run(Mode.APPLY)
     finally:
         runner.close()
     assert result.outcome is Outcome.BAD_INPUT
@@ -437,7 +437,7 @@ def test_pass_with_no_time_left_to_probe_changes_nothing(write_config: WriteConf
         **ports(cast(AdminClient, admin), UnaskedProber(), monotonic=lambda: clock[0]),
     )
     try:
-        (result,) = runner.run_all(Mode.APPLY)
+        result = runner.run(Mode.APPLY)
     finally:
         runner.close()
     assert result.outcome is Outcome.FAILED

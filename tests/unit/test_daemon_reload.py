@@ -23,7 +23,7 @@ from checker_core.core.settings import ClusterSettings, Settings
 from checker_core.edges.backend import PendingProbes, Prober
 from checker_core.edges.deadline import Deadline
 from checker_core.edges.proxysql import AdminClient
-from checker_core.passes.runner import PassRunner
+from checker_core.passes.fleet import Fleet
 from checker_core.service import daemon as daemon_module
 from checker_core.service.sdnotify import Notifier
 from tests.lab.process import wait_until
@@ -97,9 +97,9 @@ class FakeProber(HealthyProber):
 
 
 @dataclass
-class Fleet:
-    """Every connection each cluster's runners open, by cluster; the runner of all the clusters
-    (the roster-overlap check's) gets an admin with no roster and a prober of its own."""
+class Connections:
+    """Every connection each cluster's runners open, by cluster; the fleet's roster-overlap
+    check gets an admin with no roster."""
 
     hold: threading.Event = field(default_factory=threading.Event)
     admins: dict[str, list[Admin]] = field(default_factory=dict)
@@ -120,9 +120,9 @@ class Fleet:
         self.probers.setdefault(cluster.name, []).append(prober)
         return cast(Prober, prober)
 
-    def runner(self, settings: Settings, kind: Any, persistent: bool = False, **kw: Any) -> Any:
-        """PassRunner as the daemon makes it, on these fakes."""
-        return PassRunner(
+    def fleet(self, settings: Settings, kind: Any, persistent: bool = False, **kw: Any) -> Any:
+        """The fleet as the daemon makes it, on these fakes."""
+        return Fleet(
             settings,
             kind,
             persistent,
@@ -147,7 +147,7 @@ class Driver:
     """run_daemon in this (the main) thread, as the CLI runs it; a test's steps on another,
     which ends the daemon with SIGTERM whatever happens."""
 
-    def __init__(self, first: Settings, fleet: Fleet, log: Log) -> None:
+    def __init__(self, first: Settings, fleet: Connections, log: Log) -> None:
         self.settings = first
         self.fleet = fleet
         self.log = log
@@ -182,10 +182,10 @@ class Driver:
 
 
 @pytest.fixture
-def fleet(monkeypatch: pytest.MonkeyPatch) -> Iterator[Fleet]:
+def fleet(monkeypatch: pytest.MonkeyPatch) -> Iterator[Connections]:
     """The daemon's runners on fakes; the signal handlers run_daemon sets, put back after."""
-    fleet = Fleet()
-    monkeypatch.setattr(daemon_module, "PassRunner", fleet.runner)
+    fleet = Connections()
+    monkeypatch.setattr(daemon_module, "Fleet", fleet.fleet)
     handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     try:
         yield fleet
@@ -200,7 +200,7 @@ def passes_rise(log: Log, name: str, by: int) -> None:
     wait_until(lambda: log.passes(name) >= start + by, DEADLINE_S, f"{by} more passes of {name}")
 
 
-def test_a_reload_that_changes_b_never_stops_a(tmp_path: Path, fleet: Fleet) -> None:
+def test_a_reload_that_changes_b_never_stops_a(tmp_path: Path, fleet: Connections) -> None:
     """B's new settings make its nodes hang in the new loop's warm-up: meanwhile A passes on,
     on the runner, admin connection and prober it had before the reload."""
     log = Log()
@@ -237,7 +237,7 @@ def test_a_reload_that_changes_b_never_stops_a(tmp_path: Path, fleet: Fleet) -> 
 
 
 def test_hung_warm_up_delays_no_other_clusters_first_pass_at_start(
-    tmp_path: Path, fleet: Fleet
+    tmp_path: Path, fleet: Connections
 ) -> None:
     log = Log()
     hung, fine = cluster("hung", retry_down=HUNG), cluster("fine")
@@ -253,7 +253,7 @@ def test_hung_warm_up_delays_no_other_clusters_first_pass_at_start(
 
 
 def test_a_removed_clusters_loop_ends_and_closes_its_connections(
-    tmp_path: Path, fleet: Fleet
+    tmp_path: Path, fleet: Connections
 ) -> None:
     log = Log()
     driver = Driver(settings_of(tmp_path, cluster("a"), cluster("b")), fleet, log)
@@ -274,7 +274,9 @@ def test_a_removed_clusters_loop_ends_and_closes_its_connections(
     driver.run(steps)
 
 
-def test_a_cluster_added_by_a_reload_warms_up_on_its_own(tmp_path: Path, fleet: Fleet) -> None:
+def test_a_cluster_added_by_a_reload_warms_up_on_its_own(
+    tmp_path: Path, fleet: Connections
+) -> None:
     """The lone cluster the daemon started with passes on while the added one's nodes hang."""
     log = Log()
     driver = Driver(settings_of(tmp_path, cluster("a")), fleet, log)
@@ -293,7 +295,9 @@ def test_a_cluster_added_by_a_reload_warms_up_on_its_own(tmp_path: Path, fleet: 
     driver.run(steps)
 
 
-def test_a_shared_setting_restarts_every_cluster_at_once(tmp_path: Path, fleet: Fleet) -> None:
+def test_a_shared_setting_restarts_every_cluster_at_once(
+    tmp_path: Path, fleet: Connections
+) -> None:
     """[monitor] changed: both clusters get new runners; the one whose nodes hang holds up
     only its own first pass."""
     log = Log()
@@ -314,7 +318,7 @@ def test_a_shared_setting_restarts_every_cluster_at_once(tmp_path: Path, fleet: 
     driver.run(steps)
 
 
-def test_systemd_hears_ready_once_the_reload_is_taken(tmp_path: Path, fleet: Fleet) -> None:
+def test_systemd_hears_ready_once_the_reload_is_taken(tmp_path: Path, fleet: Connections) -> None:
     """READY follows RELOADING while the changed cluster's nodes still hang; the watchdog
     goes on meanwhile."""
     log = Log()

@@ -24,7 +24,7 @@ from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.result import Mode, Outcome, PassResult
 from checker_core.passes.runner import PassRunner
 from tests.unit.config_cases import galera_runner, galera_settings
-from tests.unit.fakes import HealthyProber, MemoryAdmin, ProberSaying, hung_admin, ports
+from tests.unit.fakes import HealthyProber, MemoryAdmin, ProberSaying, hung_admin, ports, retuned
 from tests.unit.galera_cases import HG, N1, N2, steady, templates
 
 # ------------------------------------------------------------------ the record
@@ -115,7 +115,7 @@ def test_a_pass_whose_admin_never_answers_ends_by_itself_cut_short(
 ) -> None:
     with ExitStack() as stack:
         runner = hung_runner(tmp_path, stack, max_runtime_ms=60)
-        results = [runner.run(runner.settings.clusters[0], Mode.APPLY) for _ in range(20)]
+        results = [runner.run(Mode.APPLY) for _ in range(20)]
 
     assert all(cut_short(r, 60) for r in results), [r.message for r in results]
     # the read the deadline cut short (a pass slow to reach it stops at the step before)
@@ -130,7 +130,7 @@ def test_passes_on_threads_of_their_own_end_cut_short_with_nothing_raised_from_o
 
     def passes(runner: PassRunner) -> None:
         for _ in range(10):
-            results.append(runner.run(runner.settings.clusters[0], Mode.APPLY))
+            results.append(runner.run(Mode.APPLY))
 
     with ExitStack() as stack:
         homes = [tmp_path / str(i) for i in range(4)]
@@ -194,9 +194,9 @@ def test_an_apply_begun_in_time_runs_to_its_load_past_the_deadline(tmp_path: Pat
     is left staged without its LOAD; the pass says it ran over."""
     admin = SlowWrites([*templates(), *steady(N1)], seconds=0.04)
     runner = short_runner(tmp_path, admin, ProberSaying({N1}), budget_ms=100)
-    cluster = replace(runner.settings.clusters[0], retry_down=1)
+    runner = retuned(runner, retry_down=1)
 
-    result = runner.run(cluster, Mode.APPLY)
+    result = runner.run(Mode.APPLY)
 
     assert result.outcome is Outcome.CHANGED, result.message
     assert len(admin.writes()) * 0.04 > 0.1, "the writes outlast the pass's time"
@@ -220,7 +220,7 @@ def test_a_state_file_write_is_never_cut_in_the_middle(
     runner = short_runner(tmp_path, admin, HealthyProber(), budget_ms=100)
     cluster = runner.settings.clusters[0]
 
-    result = runner.run(cluster, Mode.APPLY)
+    result = runner.run(Mode.APPLY)
 
     assert result.outcome is Outcome.UNCHANGED, result.message
     memory, warning = runner.store.load(cluster.name)
@@ -243,9 +243,9 @@ class SlowRoundTrips(MemoryAdmin):
 def test_an_apply_without_time_for_its_round_trips_is_not_begun(tmp_path: Path) -> None:
     admin = SlowRoundTrips([*templates(), *steady(N1)], round_trip_s=1.0)
     runner = short_runner(tmp_path, admin, ProberSaying({N1}), budget_ms=1000)
-    cluster = replace(runner.settings.clusters[0], retry_down=1)
+    runner = retuned(runner, retry_down=1)
 
-    result = runner.run(cluster, Mode.APPLY)
+    result = runner.run(Mode.APPLY)
 
     assert cut_short(result, 1000), result.message
     assert (
@@ -258,10 +258,10 @@ def test_an_apply_without_time_for_its_round_trips_is_not_begun(tmp_path: Path) 
 def test_a_pass_waits_for_the_write_gate_no_longer_than_its_time(tmp_path: Path) -> None:
     admin = MemoryAdmin([*templates(), *steady(N1)])
     runner = short_runner(tmp_path, admin, ProberSaying({N1}), budget_ms=100)
-    cluster = replace(runner.settings.clusters[0], retry_down=1)
+    runner = retuned(runner, retry_down=1)
 
     with runner.write_gate:  # another cluster's apply on the same ProxySQL
-        result = runner.run(cluster, Mode.APPLY)
+        result = runner.run(Mode.APPLY)
 
     assert cut_short(result, 100), result.message
     assert "another cluster's pass held this ProxySQL's write gate" in result.message

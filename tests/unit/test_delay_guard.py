@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +15,13 @@ import pytest
 from checker_core.core.attached import AUTO_INCREMENT_DELAY
 from checker_core.core.attached import AUTO_INCREMENT_DELAY_TIMEOUT as TIMEOUT
 from checker_core.core.model import NodeAddress
+from checker_core.core.schema import Checker
 from checker_core.edges import proxysql_sessions as guard
 from checker_core.edges.memory import StateStore
 from checker_core.edges.proxysql import AdminQueryFailed, AdminUnreachable
 from checker_core.passes.result import Mode
-from checker_core.settings.schema import Checker
 from tests.unit.config_cases import galera_runner
-from tests.unit.fakes import HealthyProber, MemoryAdmin, ports
+from tests.unit.fakes import HealthyProber, MemoryAdmin, ports, retuned
 from tests.unit.galera_cases import N1, N2, steady, templates
 
 OTHER = "mysql-max_connections"
@@ -314,7 +313,7 @@ def lowered_by_an_older_version(tmp_path: Path) -> tuple[VariablesAdmin, Path]:
 def test_the_acting_pass_puts_it_back_with_one_warning(tmp_path: Path) -> None:
     fake, record = lowered_by_an_older_version(tmp_path)
     runner = runner_with(tmp_path, fake)
-    (result,) = runner.run_all(Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     assert f"{AUTO_INCREMENT_DELAY} put back to 5" in " ".join(result.warnings)
     assert fake.live[AUTO_INCREMENT_DELAY] == "5" and not record.exists()
 
@@ -328,7 +327,7 @@ def test_a_pass_that_promises_no_change_leaves_the_variables_and_the_record(
     if how == "paused":
         runner.store.pause(None, "maintenance")
     mode = {"dry-run": Mode.DRY_RUN, "status": Mode.STATUS, "paused": Mode.APPLY}[how]
-    runner.run_all(mode)
+    runner.run(mode)
     assert fake.variable_writes() == []
     assert guard.MYSQL_VARIABLES not in fake.sent
     assert fake.live[AUTO_INCREMENT_DELAY] == "0" and record.exists()
@@ -352,7 +351,8 @@ def test_no_switchover_path_changes_a_proxysql_variable(
     fake.processlist = [held_by_the_delay(N1)]
     runner = runner_with(tmp_path, fake)
     monkeypatch.setattr(move, "PassRunner", lambda settings, kind: runner)
-    cluster = replace(runner.settings.clusters[0], drain_timeout_ms=1000)
+    runner = retuned(runner, drain_timeout_ms=1000)
+    cluster = runner.cluster
     said: list[str] = []
     move.switchover(runner.settings, galera_kind(), cluster, N2, dry_run=dry_run, say=said.append)
     assert any(
@@ -378,7 +378,8 @@ def test_a_switchover_whose_pass_fails_says_its_pin_stays(
     fake.fail = ["LOAD MYSQL SERVERS"]
     runner = runner_with(tmp_path, fake)
     monkeypatch.setattr(move, "PassRunner", lambda settings, kind: runner)
-    cluster = replace(runner.settings.clusters[0], drain_timeout_ms=1000)
+    runner = retuned(runner, drain_timeout_ms=1000)
+    cluster = runner.cluster
     said: list[str] = []
     code = move.switchover(
         runner.settings, galera_kind(), cluster, N2, dry_run=False, say=said.append

@@ -17,17 +17,16 @@ import pytest
 
 from checker_core import oneshot
 from checker_core.core.model import NodeAddress
+from checker_core.core.schema import Checker
 from checker_core.edges.lock import cluster_lock
 from checker_core.edges.memory import StateStore
+from checker_core.passes.fleet import Fleet
 from checker_core.passes.plugin import (
     ActionsDone,
     AfterPass,
     CheckerKind,
     LaterActions,
 )
-from checker_core.passes.result import Mode
-from checker_core.passes.runner import PassRunner
-from checker_core.settings.schema import Checker
 from galera_checker.actions import CAUSAL_READ, EVICT_SQL, GaleraActions
 from galera_checker.policy import GaleraPolicy
 from tests.unit.config_cases import galera_runner
@@ -134,12 +133,11 @@ def scheduler_run(
     spy = Spy(base.store)
     admin = MemoryAdmin([*templates(), *steady(N1)])
 
-    def passes(given: Any, kind: CheckerKind, mode: str, assumed: Any = None) -> Any:
-        runner = PassRunner(given, kind, **ports(admin, HealthyProber()))
-        return runner.run_all(Mode(mode))
+    def fleet(given: Any, kind: CheckerKind, assumed: Any = None) -> Fleet:
+        return Fleet(given, kind, **ports(admin, HealthyProber()))
 
-    monkeypatch.setattr(oneshot, "run_passes", passes)
-    kind = CheckerKind(Checker.GALERA, GaleraPolicy(), repr, actions=spy)
+    monkeypatch.setattr(oneshot, "new_fleet", fleet)
+    kind = CheckerKind(Checker.GALERA, GaleraPolicy(), repr, new_actions=lambda: spy)
     yield settings, kind, spy, capsys, base.store
 
 

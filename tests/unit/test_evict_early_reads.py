@@ -76,7 +76,7 @@ def daemon_pass(
 
 def actions_of(group: Group, clock: list[float] | None = None) -> GaleraActions:
     actions = GaleraActions(group.connect, (lambda: clock[0]) if clock else time.monotonic)
-    actions.memory_of("main").samples.append(1.0)  # normal latency 1 ms: stall wait 0.25 s
+    actions.memory.samples.append(1.0)  # normal latency 1 ms: stall wait 0.25 s
     return actions
 
 
@@ -88,7 +88,7 @@ def until(done: Any, what: str) -> None:
 
 
 def finished(actions: GaleraActions) -> None:
-    job = actions.memory_of("main").job
+    job = actions.memory.job
     assert job is not None, "an eviction started"
     job.join(DEADLINE_S)
     assert not job.is_alive()
@@ -128,7 +128,7 @@ def test_a_read_asked_late_is_judged_on_its_own_stall_not_on_when_the_pass_came(
     until(lambda: group.reads() == 2, "the early reads asked")
     clock[0] = since + 1.0
     actions.after_pass(daemon_pass(tmp_path, since, now=clock[0]))
-    job = actions.memory_of("main").job
+    job = actions.memory.job
     assert job is not None
     job.join(0.5)
     assert job.is_alive(), "still waiting for the reads' own stall wait"
@@ -154,7 +154,7 @@ def test_reads_asked_for_a_silence_that_ended_prove_nothing_about_the_next(
     until(lambda: group.reads() == 2, "the early reads asked")
     answered = actions.after_pass(daemon_pass(tmp_path, first_since, answering=True))
     assert answered.evictions == 0
-    assert actions.memory_of("main").early is None, "dropped once the member answered"
+    assert actions.memory.early is None, "dropped once the member answered"
     second_since = time.monotonic()
     early_reads = group.reads()
     until(lambda: time.monotonic() >= second_since + 1.0, "the second silence's threshold")
@@ -177,4 +177,4 @@ def test_a_scheduler_pass_asks_no_early_read(tmp_path: Path) -> None:
     actions = actions_of(group)
     given = daemon_pass(tmp_path, time.monotonic() - 0.5)
     actions.after_pass(replace(given, persistent=False))
-    assert group.reads() == 0 and actions.memory_of("main").early is None
+    assert group.reads() == 0 and actions.memory.early is None

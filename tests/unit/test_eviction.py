@@ -15,10 +15,10 @@ import pytest
 from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure, ProbeResult
+from checker_core.core.schema import Checker
 from checker_core.edges.memory import StateStore
 from checker_core.edges.node_admin import NoNodeAdmin
 from checker_core.passes.plugin import AfterPass
-from checker_core.settings.schema import Checker
 from galera_checker.actions import EVICT_SQL, GaleraActions
 from galera_checker.eviction import (
     Eviction,
@@ -312,7 +312,7 @@ def test_the_actions_keep_to_the_pass_deadline(tmp_path: Path, answer_s: float, 
         yield Recorded(members, log)
 
     actions = GaleraActions(slow, lambda: clock[0])  # type: ignore[arg-type]
-    actions.memory_of("main").known[N1] = "u-1"
+    actions.memory.known[N1] = "u-1"
     done = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
     assert done.evictions == 1
     assert given == [1.0, round(1.0 - answer_s, 3)][:asked]
@@ -378,7 +378,7 @@ def test_another_clusters_pass_never_cuts_this_ones_eviction_short(tmp_path: Pat
         yield Recorded(members, log)
 
     actions = GaleraActions(connect, lambda: clock[0])  # type: ignore[arg-type]
-    actions.memory_of("main").known[N1] = "u-1"
+    actions.memory.known[N1] = "u-1"
     done = actions.after_pass(after(tmp_path, {N1: refused(N1), N2: alive(N2), N3: alive(N3)}))
     assert done.evictions == 1
     assert "not told" not in done.said[0], done.said
@@ -393,7 +393,7 @@ def test_an_eviction_the_deadline_skipped_is_tried_by_the_next_pass(tmp_path: Pa
     actions = GaleraActions(
         recording({"u-1": "127.0.0.1:3311", "u-2": "x", "u-3": "y"}, log), lambda: clock[0]
     )
-    actions.memory_of("main").known[N1] = "u-1"
+    actions.memory.known[N1] = "u-1"
     dead = {N1: refused(N1), N2: alive(N2), N3: alive(N3)}
     daemon = replace(after(tmp_path, dead), persistent=True)
     skipped = actions.after_pass(replace(daemon, budget_s=0.0))
@@ -409,7 +409,7 @@ def test_a_scheduler_pass_evicts_a_dead_node_its_deadline_left_undone_after_it(
     over, with a deadline of its own, and noted in the state dir."""
     log: list[tuple[str, object]] = []
     actions = GaleraActions(recording({"u-1": "127.0.0.1:3311", "u-2": "x", "u-3": "y"}, log))
-    actions.memory_of("main").known[N1] = "u-1"
+    actions.memory.known[N1] = "u-1"
     dead = {N1: refused(N1), N2: alive(N2), N3: alive(N3)}
     passed = actions.after_pass(replace(after(tmp_path, dead), budget_s=0.0))
     assert passed.evictions == 0 and passed.failed == () and log == [], passed

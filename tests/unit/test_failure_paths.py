@@ -15,7 +15,7 @@ from checker_core.passes.result import Mode, Outcome
 from checker_core.report import summary
 from tests.unit import test_gr_policy as gr
 from tests.unit.config_cases import galera_runner
-from tests.unit.fakes import HealthyProber, MemoryAdmin, ports
+from tests.unit.fakes import HealthyProber, MemoryAdmin, ports, retuned
 from tests.unit.galera_cases import (
     HG,
     N1,
@@ -68,17 +68,16 @@ def test_a_paused_pass_starts_no_drain_clock(tmp_path: Path) -> None:
     prober = ScriptedProber()
     now = [1000.0]
     runner = galera_runner(tmp_path, **ports(admin, prober, clock=lambda: now[0]))
-    cluster = runner.settings.clusters[0]
     runner.store.pause(None, "maintenance")
     prober.facts[N1] = DESYNCED
-    assert runner.run(cluster, Mode.APPLY).outcome is Outcome.PAUSED
+    assert runner.run(Mode.APPLY).outcome is Outcome.PAUSED
     now[0] += 600.0
     runner.store.resume(None)
-    draining = runner.run(cluster, Mode.APPLY)
+    draining = runner.run(Mode.APPLY)
     assert draining.outcome is Outcome.CHANGED
     assert admin.runtime[placed(N1, HG.writer).key].status is SOFT
     now[0] += 2.0  # well inside the 30 s drain_timeout_ms, the client still connected
-    still = runner.run(cluster, Mode.APPLY)
+    still = runner.run(Mode.APPLY)
     assert admin.runtime[placed(N1, HG.writer).key].status is SOFT, summary(still)
 
 
@@ -166,7 +165,7 @@ def test_a_state_dir_that_refuses_the_file_after_a_load_costs_a_warning(tmp_path
     runner.store.ensure_dir()
     runner.store.state_path(cluster.name).mkdir()  # a directory where the file should be
     prober.facts[N1] = {"wsrep_reject_queries": "ALL"}
-    result = runner.run(cluster, Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     assert result.outcome is Outcome.CHANGED
     assert f"writer {N2} (was {N1})" in summary(result)
     assert result.state_failures == 1
@@ -174,7 +173,7 @@ def test_a_state_dir_that_refuses_the_file_after_a_load_costs_a_warning(tmp_path
     remembered, _ = runner.store.load(cluster.name)
     assert N1 in remembered, "kept for the daemon's next pass"
     runner.store.state_path(cluster.name).rmdir()
-    again = runner.run(cluster, Mode.APPLY)
+    again = runner.run(Mode.APPLY)
     assert again.state_failures == 0
     assert runner.store.state_path(cluster.name).is_file()
 
@@ -248,20 +247,20 @@ def test_pause_restart_the_writer_resume_keeps_the_healthy_writer(tmp_path: Path
     """With retry_up = 3: pause; the writer restarts (refused, then healthy again); resume. The
     paused passes loaded nothing, so ProxySQL still routes to the writer, and the first pass
     after the resume must not demote it for counters of a plan that never went live."""
-    from dataclasses import replace
 
     admin = MemoryAdmin([*templates(), *steady(N1)])
     prober = ScriptedProber()
     runner = galera_runner(tmp_path, **ports(admin, prober))
-    cluster = replace(runner.settings.clusters[0], retry_up=3, retry_down=0)
-    assert runner.run(cluster, Mode.APPLY).outcome is Outcome.UNCHANGED
+    runner = retuned(runner, retry_up=3, retry_down=0)
+    cluster = runner.cluster
+    assert runner.run(Mode.APPLY).outcome is Outcome.UNCHANGED
     runner.store.pause(cluster.name, "maintenance")
     prober.facts[N1] = {"wsrep_ready": "OFF", "wsrep_cluster_status": "non-Primary"}
-    assert runner.run(cluster, Mode.APPLY).outcome is Outcome.PAUSED
+    assert runner.run(Mode.APPLY).outcome is Outcome.PAUSED
     del prober.facts[N1]
-    assert runner.run(cluster, Mode.APPLY).outcome is Outcome.PAUSED
+    assert runner.run(Mode.APPLY).outcome is Outcome.PAUSED
     runner.store.resume(cluster.name)
-    resumed = runner.run(cluster, Mode.APPLY)
+    resumed = runner.run(Mode.APPLY)
     assert resumed.outcome is Outcome.UNCHANGED, summary(resumed)
     assert resumed.writers == (N1,)
     assert {r.node for r in admin.runtime.values() if r.hostgroup_id == HG.writer} == {N1}
@@ -278,7 +277,7 @@ def test_a_paused_pass_says_whom_proxysql_routes_to_and_names_the_plan_as_planne
     cluster = runner.settings.clusters[0]
     runner.store.pause(cluster.name, "maintenance")
     prober.facts[N1] = {"wsrep_reject_queries": "ALL"}
-    paused = runner.run(cluster, Mode.APPLY)
+    paused = runner.run(Mode.APPLY)
     assert paused.outcome is Outcome.PAUSED
     assert f"writer {N1} (planned {N2})" in summary(paused)
     assert "(was" not in summary(paused)
@@ -303,10 +302,10 @@ def test_a_pass_that_read_nothing_says_the_writers_are_unknown_not_none(tmp_path
     with cluster_lock(runner.store.lock_path(cluster.name)) as held:
         assert held
         # another open file description conflicts as another process's would
-        busy = galera_runner(tmp_path, **ports(admin, ScriptedProber())).run(cluster, Mode.APPLY)
+        busy = galera_runner(tmp_path, **ports(admin, ScriptedProber())).run(Mode.APPLY)
     assert busy.outcome is Outcome.BUSY
     assert status_record(busy, HG)["writers"] is None
-    steady_pass = runner.run(cluster, Mode.APPLY)
+    steady_pass = runner.run(Mode.APPLY)
     assert status_record(steady_pass, HG)["writers"] == [str(N1)]
 
 
@@ -330,7 +329,7 @@ def test_no_path_swallows_the_pass_deadline(tmp_path: Path) -> None:
         def finish(self) -> tuple[LaterActions, ...]:
             return ()
 
-    kind = CheckerKind(base.kind.checker, GaleraPolicy(), repr, actions=Slow())
+    kind = CheckerKind(base.kind.checker, GaleraPolicy(), repr, new_actions=Slow)
     runner = PassRunner(
         base.settings,
         kind,
@@ -340,7 +339,7 @@ def test_no_path_swallows_the_pass_deadline(tmp_path: Path) -> None:
             monotonic=lambda: time.monotonic() + late[0],
         ),
     )
-    result = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     assert result.outcome is Outcome.UNCHANGED
     limit = runner.settings.run.max_runtime_ms
     assert any(

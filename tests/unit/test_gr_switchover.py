@@ -372,7 +372,7 @@ class DaemonsPasses:
         self.clock += 1.0
         return self.clock
 
-    def run(self, cluster: object, mode: Mode) -> PassResult:
+    def run(self, mode: Mode, *, pin: object = None) -> PassResult:
         return PassResult("lab", "p", Outcome.BUSY, 0.0, "busy")
 
     def admin(self) -> MemoryAdmin:

@@ -22,15 +22,9 @@ from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, ServerStatus, sort_rows
 from checker_core.core.roster import roster_templates
 from checker_core.core.staging import set_aside
+from checker_core.core.statements import LOAD_SERVERS, SAVE_SERVERS, Statement, staging_statements
 from checker_core.edges.deadline import PassTimeout
-from checker_core.edges.proxysql import (
-    LOAD_SERVERS,
-    SAVE_SERVERS,
-    AdminUnreachable,
-    ApplyFailed,
-    Statement,
-    staging_statements,
-)
+from checker_core.edges.proxysql import AdminUnreachable, ApplyFailed
 from checker_core.passes.result import Mode, Outcome
 from checker_core.passes.runner import PassRunner
 from checker_core.report import summary
@@ -295,18 +289,17 @@ def test_a_save_that_failed_after_its_load_is_retried_by_the_next_pass(tmp_path:
     admin = MemoryAdmin(templates(), failing_saves=1)
     runner = galera_runner(tmp_path, **ports(admin, HealthyProber()))
     assert runner.settings.run.persist
-    cluster = runner.settings.clusters[0]
 
-    first = runner.run(cluster, Mode.APPLY)
+    first = runner.run(Mode.APPLY)
     assert first.outcome is Outcome.CHANGED
     assert any("SAVE MYSQL SERVERS TO DISK failed" in w for w in first.warnings)
     admin.sent.clear()
-    second = runner.run(cluster, Mode.APPLY)
+    second = runner.run(Mode.APPLY)
     assert second.outcome is Outcome.UNCHANGED
     assert admin.writes() == [SAVE_SERVERS.sql], "nothing to load, but disk is behind runtime"
     assert "SAVE MYSQL SERVERS TO DISK retried" in summary(second)
     admin.sent.clear()
-    third = runner.run(cluster, Mode.APPLY)
+    third = runner.run(Mode.APPLY)
     assert third.outcome is Outcome.UNCHANGED
     assert admin.writes() == [], "saved: converged"
 
@@ -344,7 +337,7 @@ def test_a_pass_that_fails_after_its_load_reports_the_failover(
     # pass connects again and finds the proxy back
     runner = galera_runner(tmp_path, **ports(admin, ProberSaying({N1})))
     cluster = runner.settings.clusters[0]
-    result = runner.run(cluster, Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     assert LOAD_SERVERS.sql in admin.sent
     assert result.outcome is Outcome.CHANGED, summary(result)
     assert f"writer {N2} (was {N1})" in summary(result)
@@ -356,7 +349,7 @@ def test_a_pass_that_fails_after_its_load_reports_the_failover(
     assert N1 in remembered, "the pass's counters were saved"
     # the runner dropped its broken connection; the proxy is back (its next connect)
     admin.sent.clear()
-    again = runner.run(cluster, Mode.APPLY)
+    again = runner.run(Mode.APPLY)
     assert again.outcome is Outcome.UNCHANGED
     assert admin.writes() == [SAVE_SERVERS.sql]
     assert not runner.store.save_owed(cluster.name)
@@ -364,7 +357,7 @@ def test_a_pass_that_fails_after_its_load_reports_the_failover(
 
 def test_a_pass_that_only_adopts_the_roster_says_so(tmp_path: Path) -> None:
     runner = runner_with(tmp_path, MemoryAdmin(steady(N1)))
-    first = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    first = runner.run(Mode.APPLY)
     assert first.outcome is Outcome.CHANGED
     assert "roster loaded, no other change" in summary(first)
     assert "adopted into empty templates" in summary(first)
@@ -388,13 +381,12 @@ def test_a_template_row_proxysql_shunned_is_no_roster_edit(tmp_path: Path) -> No
     admin = MemoryAdmin(templates())
     prober = ProberSaying(set())
     runner = galera_runner(tmp_path, **ports(admin, prober))
-    cluster = runner.settings.clusters[0]
-    assert runner.run(cluster, Mode.APPLY).outcome is Outcome.CHANGED
+    assert runner.run(Mode.APPLY).outcome is Outcome.CHANGED
     for key, row in list(admin.runtime.items()):
         if row.node == N1:
             admin.runtime[key] = replace(row, status=ServerStatus.SHUNNED)
     assert any(r.hostgroup_id == HG.config_writer and r.node == N1 for r in admin.runtime.values())
     prober.down = {N1}
-    moved = runner.run(cluster, Mode.APPLY)
+    moved = runner.run(Mode.APPLY)
     assert moved.outcome is Outcome.CHANGED
     assert not [w for w in moved.warnings if "roster edits" in w], moved.warnings

@@ -85,7 +85,7 @@ def config(tmp_path: Path) -> Path:
 def test_run_path_leaves_daemon_and_cli_machinery_unimported(
     config: Path, package: str, checker: str
 ) -> None:
-    program = "from checker_core.settings.schema import Checker\n" + PROGRAM.format(
+    program = "from checker_core.core.schema import Checker\n" + PROGRAM.format(
         config=config, package=package
     ).replace("oneshot_checker", f"Checker.{checker}")
     done = python_in_checkout("-c", program)
@@ -150,7 +150,7 @@ def test_bad_input_without_click_reads_as_with_it(
     from click.testing import CliRunner
 
     from checker_core import oneshot
-    from checker_core.settings.schema import Checker
+    from checker_core.core.schema import Checker
     from galera_checker.cli import build, kind
 
     path = tmp_path / "bad.toml"
@@ -180,7 +180,7 @@ from checker_core.passes.result import Mode
 from tests.unit.galera_cases import N1, rows_of, steady
 from tests.unit.test_overlapped_probes import recording_runner
 runner, _, events = recording_runner(Path(sys.argv[1]), False, rows_of(steady(N1)), "auto")
-result = runner.run(runner.settings.clusters[0], Mode.APPLY)
+result = runner.run(Mode.APPLY)
 print(result.outcome.label, result.role.label, " ".join(events).count("admin query"))
 print(" ".join(sorted(sys.modules)))
 """

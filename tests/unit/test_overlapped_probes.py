@@ -13,10 +13,11 @@ from typing import Any, cast
 import pytest
 
 from checker_core.core.model import ClusterRows, NodeAddress, ServerRow
-from checker_core.core.probes import ProbeResult
+from checker_core.core.probes import ProbeFn, ProbeResult
+from checker_core.core.statements import ApplyResult
 from checker_core.edges import native
-from checker_core.edges.backend import PendingProbes, ProbeFn
-from checker_core.edges.proxysql import AdminClient, ApplyResult
+from checker_core.edges.backend import PendingProbes
+from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.result import Mode, Outcome
 from checker_core.passes.runner import PassRunner
 from tests.unit.config_cases import galera_runner
@@ -99,7 +100,7 @@ def recording_runner(
 
 
 def one_pass(runner: PassRunner) -> tuple[Outcome, Mapping[NodeAddress, ProbeResult]]:
-    result = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     return result.outcome, result.probes
 
 

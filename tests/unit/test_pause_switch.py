@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from checker_core.core.schema import Checker
 from checker_core.edges.memory import StateStore
-from checker_core.settings.schema import Checker
 
 
 def store(tmp_path: Path, *clusters: str) -> StateStore:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from checker_core.core.keys import KEYS
 from checker_core.reference import PAGES
 from checker_core.service.metrics import METRICS
-from checker_core.settings.keys import KEYS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -17,9 +17,8 @@ def test_passes_apply_until_the_time_is_up(tmp_path: Path) -> None:
     now = [100.0]
     admin = MemoryAdmin([*templates(), *steady(N1)])
     runner = galera_runner(tmp_path, **ports(admin, HealthyProber(), monotonic=lambda: now[0]))
-    cluster = runner.settings.clusters[0]
     seen = []
-    for result, late in itertools.islice(passes_until(runner, cluster, 1.0), 4):
+    for result, late in itertools.islice(passes_until(runner, 1.0), 4):
         seen.append((result.outcome, late))
         now[0] += 0.5  # each pass takes 0.5 s on the runner's clock
     assert seen == [

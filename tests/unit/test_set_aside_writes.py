@@ -22,7 +22,7 @@ from checker_core.core.staging import (
     set_aside,
     written_back,
 )
-from checker_core.edges.proxysql import guarded_statement
+from checker_core.core.statements import guarded_statement
 from tests.lab.admin_schema import MYSQL_SERVERS
 
 HG = 10040  # a hostgroup the pass does not manage

@@ -19,14 +19,9 @@ from hypothesis import strategies as st
 
 from checker_core.core.leadership import ALONE, Role
 from checker_core.core.model import ServerRow, ServerStatus, sort_rows
+from checker_core.core.statements import LOAD_SERVERS, SAVE_SERVERS, staging_statements
 from checker_core.edges.deadline import PassTimeout
-from checker_core.edges.proxysql import (
-    LOAD_SERVERS,
-    SAVE_SERVERS,
-    AdminQueryFailed,
-    AdminUnreachable,
-    staging_statements,
-)
+from checker_core.edges.proxysql import AdminQueryFailed, AdminUnreachable
 from checker_core.passes.result import Mode, Outcome, PassResult
 from checker_core.passes.runner import PassRunner
 from checker_core.report import summary
@@ -82,7 +77,7 @@ def test_a_held_pass_writes_nothing_staging_included(
     # N1 refused: a pass that acted would move the writer (every hold holds a LOAD)
     runner = galera_runner(tmp_path, **ports(admin, ProberSaying({N1})))
     hold(runner)
-    result = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     assert result.outcome is outcome, summary(result)
     assert writes(admin) == [], "nothing written, staging included"
     assert admin.staging == before
@@ -98,7 +93,7 @@ def test_a_dry_run_and_status_only_read(tmp_path: Path, mode: Mode) -> None:
     admin.staging[operator.key] = operator
     before = dict(admin.staging)
     runner = galera_runner(tmp_path, **ports(admin, ProberSaying({N1})))
-    result = runner.run(runner.settings.clusters[0], mode)
+    result = runner.run(mode)
     assert result.outcome is Outcome.PLANNED
     assert admin.sent, "its questions went through the admin connection"
     assert all(sql.startswith("SELECT") for sql in admin.sent), admin.sent
@@ -160,7 +155,7 @@ def test_a_pass_cut_short_before_its_load_puts_back_what_it_read(
 ) -> None:
     admin, runner = failover_case(tmp_path, at, failure)
     before, live = dict(admin.staging), dict(admin.runtime)
-    result = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     assert result.outcome is Outcome.FAILED, summary(result)
     assert LOAD_SERVERS.sql not in admin.sent
     assert admin.runtime == live
@@ -174,11 +169,11 @@ def test_a_pass_cut_short_before_its_load_puts_back_what_it_read(
 def test_a_refused_load_puts_back_what_the_pass_staged(tmp_path: Path, failure: Exception) -> None:
     (tmp_path / "whole").mkdir()
     whole, runner = failover_case(tmp_path / "whole", 10**6, failure)
-    runner.run(runner.settings.clusters[0], Mode.APPLY)
+    runner.run(Mode.APPLY)
     assert writes(whole)[-2:] == [LOAD_SERVERS.sql, "SAVE MYSQL SERVERS TO DISK"]
     admin, runner = failover_case(tmp_path, len(writes(whole)) - 2, failure)
     before, live = dict(admin.staging), dict(admin.runtime)
-    result = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     assert result.outcome is Outcome.FAILED, summary(result)
     assert admin.failed_on == [LOAD_SERVERS.sql]
     assert admin.runtime == live
@@ -194,8 +189,7 @@ def test_a_put_back_that_fails_too_says_which_rows_and_the_next_acting_pass_repa
     failure = AdminUnreachable("memory admin: connection lost (gone)")
     admin, runner = failover_case(tmp_path, 2, failure, times=10)
     before = dict(admin.staging)
-    cluster = runner.settings.clusters[0]
-    result = runner.run(cluster, Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     assert result.outcome is Outcome.FAILED
     [said] = [w for w in result.warnings if "half-written" in w]
     assert said.startswith("staged rows left half-written: ")
@@ -203,7 +197,7 @@ def test_a_put_back_that_fails_too_says_which_rows_and_the_next_acting_pass_repa
     assert str(failure) in said
     assert admin.staging != before
     admin.times = 0
-    again = runner.run(cluster, Mode.APPLY)
+    again = runner.run(Mode.APPLY)
     assert again.outcome is Outcome.CHANGED, summary(again)
     assert {r.node for r in admin.runtime.values() if r.hostgroup_id == HG.writer} == {N2}
 
@@ -305,8 +299,7 @@ def test_a_failover_loads_none_of_an_operators_staged_edit_and_keeps_it_staged(
     edited = {k: r for k, r in admin.staging.items() if k[0] not in HG.managed}
     live = {k: r for k, r in admin.runtime.items() if k[0] not in HG.managed}
     runner = galera_runner(tmp_path, **ports(admin, ProberSaying({N1})))
-    cluster = runner.settings.clusters[0]
-    failover = runner.run(cluster, Mode.APPLY)
+    failover = runner.run(Mode.APPLY)
     assert failover.outcome is Outcome.CHANGED, summary(failover)
     assert {r.node for r in admin.runtime.values() if r.hostgroup_id == HG.writer} == {N2}
     assert {k: r for k, r in admin.runtime.items() if k[0] not in HG.managed} == live
@@ -316,7 +309,7 @@ def test_a_failover_loads_none_of_an_operators_staged_edit_and_keeps_it_staged(
     for hostgroup in aside:
         assert f"hostgroup {hostgroup} (" in kept[0]
     assert not [w for w in failover.warnings if "made live the roster" in w]
-    after = runner.run(cluster, Mode.APPLY)
+    after = runner.run(Mode.APPLY)
     assert after.outcome is Outcome.UNCHANGED, summary(after)
 
 
@@ -328,7 +321,7 @@ def test_runtime_states_are_no_staged_edit(tmp_path: Path) -> None:
     admin.runtime[shunned.key] = replace(shunned, status=ServerStatus.SHUNNED)
     admin.runtime[leaving.key] = replace(leaving, status=HARD)
     runner = galera_runner(tmp_path, **ports(admin, ProberSaying({N1})))
-    failover = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    failover = runner.run(Mode.APPLY)
     assert failover.outcome is Outcome.CHANGED
     assert not [w for w in failover.warnings if "kept staged" in w], failover.warnings
     assert leaving.key not in admin.staging
@@ -366,7 +359,7 @@ def failover_with_lost_write_back(tmp_path: Path, admin: MemoryAdmin) -> PassRes
     """A failover whose connection breaks at the first write after its SAVE."""
     lose_connection_after_save(admin)
     runner = galera_runner(tmp_path, **ports(admin, ProberSaying({N1})))
-    return runner.run(runner.settings.clusters[0], Mode.APPLY)
+    return runner.run(Mode.APPLY)
 
 
 def test_a_healthy_pass_with_nothing_to_load_leaves_an_edit_elsewhere_alone(
@@ -376,7 +369,7 @@ def test_a_healthy_pass_with_nothing_to_load_leaves_an_edit_elsewhere_alone(
     added = ServerRow(OTHER, "10.0.0.3", 3306)
     admin.staging[added.key] = added
     runner = galera_runner(tmp_path, **ports(admin, HealthyProber()))
-    result = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     assert result.outcome is Outcome.UNCHANGED
     assert writes(admin) == []
     assert admin.staging[added.key] == added
@@ -420,7 +413,7 @@ def test_an_owed_save_writes_what_is_live_and_keeps_an_operators_edit_staged(
     staged, live = dict(admin.staging), dict(admin.runtime)
     runner = owing_a_save(tmp_path, admin)
     cluster = runner.settings.clusters[0]
-    result = runner.run(cluster, Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     assert result.outcome is Outcome.UNCHANGED, summary(result)
     assert "SAVE MYSQL SERVERS TO DISK retried and done" in summary(result)
     assert not runner.store.save_owed(cluster.name)
@@ -448,7 +441,7 @@ def test_the_save_after_a_load_writes_what_is_live_for_an_operators_edit(
     admin = edited(edit)
     staged = foreign(admin.staging)
     runner = galera_runner(tmp_path, **ports(admin, ProberSaying({N1})))
-    failover = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    failover = runner.run(Mode.APPLY)
     assert failover.outcome is Outcome.CHANGED, summary(failover)
     assert SAVE_SERVERS.sql in admin.sent
     assert admin.disk == admin.runtime, "the SAVE went out while the edit was set aside"
@@ -467,7 +460,7 @@ def test_an_owed_save_whose_set_aside_is_disturbed_saves_nothing_and_stays_owed(
     disk = dict(admin.disk)
     runner = owing_a_save(tmp_path, admin)
     cluster = runner.settings.clusters[0]
-    result = runner.run(cluster, Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     assert SAVE_SERVERS.sql not in admin.sent
     assert admin.disk == disk
     assert runner.store.save_owed(cluster.name)
@@ -477,7 +470,7 @@ def test_an_owed_save_whose_set_aside_is_disturbed_saves_nothing_and_stays_owed(
     assert admin.staging[weight.key] == weight, "the operator's edit put back"
     assert admin.staging[theirs.key] == theirs, "the other writer's row stays theirs"
     admin.sent.clear()
-    again = runner.run(cluster, Mode.APPLY)
+    again = runner.run(Mode.APPLY)
     assert writes(admin).count(SAVE_SERVERS.sql) == 1, summary(again)
     assert not runner.store.save_owed(cluster.name)
     assert admin.disk == admin.runtime
@@ -491,7 +484,7 @@ def test_an_edit_that_cannot_be_staged_again_after_an_owed_save_is_said_lost(
     admin.staging[added.key] = added
     lose_connection_after_save(admin)
     runner = owing_a_save(tmp_path, admin)
-    result = runner.run(runner.settings.clusters[0], Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     assert added.key not in admin.runtime and added.key not in admin.disk
     assert added.key not in admin.staging
     [said] = [w for w in result.warnings if "could not be staged again" in w]
@@ -513,7 +506,7 @@ def test_an_owed_save_whose_set_aside_cannot_be_undone_says_the_edit_lost_and_st
     runner = galera_runner(tmp_path, **ports(admin.connected, HealthyProber()))
     cluster = runner.settings.clusters[0]
     assert runner.store.owe_save(cluster.name, True) is None
-    result = runner.run(cluster, Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     assert result.outcome is Outcome.FAILED, summary(result)
     assert SAVE_SERVERS.sql not in admin.sent
     assert admin.disk == disk
@@ -546,7 +539,7 @@ def test_a_load_whose_answer_is_lost_gives_the_operator_his_edit_back(tmp_path: 
 
     admin.execute = execute  # type: ignore[method-assign]
     runner = galera_runner(tmp_path, **ports(admin, ProberSaying({N1})))
-    runner.run(runner.settings.clusters[0], Mode.APPLY)
+    runner.run(Mode.APPLY)
     assert lost[0]
     assert admin.staging[edit.key] == edit
     assert admin.runtime[edit.key] == live_before

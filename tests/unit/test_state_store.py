@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from checker_core.core.hysteresis import NodeMemory
+from checker_core.core.schema import Checker
 from checker_core.edges.memory import StateStore
-from checker_core.settings.schema import Checker
 from tests.unit.galera_cases import N1, N2
 
 

@@ -14,11 +14,11 @@ import pymysql
 import pytest
 
 from checker_core.core.probes import ProbeFailure
+from checker_core.core.schema import Checker, SslMode
 from checker_core.core.settings import Tls
 from checker_core.edges import tls
 from checker_core.edges.failures import describe_error, failure_of
 from checker_core.settings.config import ConfigError, load
-from checker_core.settings.schema import Checker, SslMode
 from tests.lab.certs import CertSet, make_cert_set
 from tests.unit.config_cases import MAIN_CLUSTER, config_file
 

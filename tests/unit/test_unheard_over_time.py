@@ -26,9 +26,9 @@ from checker_core.core.probes import (
     promote_unheard,
     unanswered_after,
 )
+from checker_core.core.schema import Checker
 from checker_core.core.verdict import State
 from checker_core.edges.memory import StateStore
-from checker_core.settings.schema import Checker
 from galera_checker.policy import GaleraPolicy
 from tests.unit.galera_cases import (
     HG,

@@ -21,11 +21,11 @@ from checker_core.core.decide import decide, view_of
 from checker_core.core.hysteresis import NodeMemory
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure, ProbeResult
+from checker_core.core.schema import Checker
 from checker_core.core.verdict import State
 from checker_core.edges.backend import PendingProbes
 from checker_core.edges.memory import StateStore
 from checker_core.passes.plugin import ActionsDone, AfterPass
-from checker_core.settings.schema import Checker
 from galera_checker.actions import CAUSAL_READ, EVICT_SQL, GaleraActions
 from galera_checker.eviction import CausalRead, ReadOutcome, stalled_on, unresponsive_members
 from galera_checker.policy import GaleraPolicy
@@ -457,11 +457,11 @@ def test_a_writer_the_watch_found_silent_is_out_in_the_first_pass_that_finds_it_
     runner = galera_runner(
         tmp_path, settings=settings, **ports(admin, prober, clock=lambda: now[0])
     )
-    runner.run(cluster, Mode.APPLY)  # settled, N1 the writer
+    runner.run(Mode.APPLY)  # settled, N1 the writer
     prober.silent = True
     now[0] = 100.2
     runner.silence_seen = {N1: 99.0}
-    result = runner.run(cluster, Mode.APPLY)
+    result = runner.run(Mode.APPLY)
     assert result.decision is not None
     assert N1 not in result.decision.assignment.writers, result.decision.verdicts[N1]
     assert result.decision.memory[N1].silent_since == 99.0
@@ -514,18 +514,18 @@ def test_a_pass_waits_for_a_silent_node_until_its_time_is_up_not_past_it(
             return super().collect(deadline, only, enough)
 
     now = [90.0]
-    runner, cluster, _ = found_silent(tmp_path, SilentWriter(500.0, Recorded), now)
+    runner, _, _ = found_silent(tmp_path, SilentWriter(500.0, Recorded), now)
     asked.clear()
     now[0] = 100.2
     before = time.monotonic()
-    runner.run(cluster, Mode.APPLY)
+    runner.run(Mode.APPLY)
     after = time.monotonic()
     assert asked and set(asked[0]) == {N1}, asked
     # 0.3 s from when it was worked out, on this process's monotonic clock
     assert before + 0.3 <= asked[0][N1] <= after + 0.3
     asked.clear()
     now[0] = 101.0
-    runner.run(cluster, Mode.APPLY)
+    runner.run(Mode.APPLY)
     assert asked and asked[0] == {}, "past its time: waited for in full"
 
 
@@ -687,7 +687,7 @@ def test_a_daemons_eviction_gets_its_stall_wait_off_the_pass(tmp_path: Path) -> 
     started = actions.after_pass(short)
     assert started.evictions == 0 and "under way" in started.said[0], started
     assert "stall wait 1000 ms, normal latency unknown" in started.said[0]
-    job = actions.memory_of("main").job
+    job = actions.memory.job
     assert job is not None
     job.join(10.0)
     assert not job.is_alive()
@@ -771,9 +771,9 @@ def found_silent(
     runner = galera_runner(
         tmp_path, settings=settings, **ports(admin, prober, clock=lambda: now[0])
     )
-    runner.run(cluster, Mode.APPLY)
+    runner.run(Mode.APPLY)
     prober.silent = True
     now[0] = 100.0
-    found = runner.run(cluster, Mode.APPLY)
+    found = runner.run(Mode.APPLY)
     assert found.decision is not None and found.decision.memory[N1].silent_since == 99.5
     return runner, cluster, found

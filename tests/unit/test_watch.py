@@ -13,8 +13,8 @@ from dataclasses import replace
 import pytest
 
 from checker_core.core.model import NodeAddress
-from checker_core.core.probes import ProbeResult
-from checker_core.edges.backend import OpenAsk, ProbeFn
+from checker_core.core.probes import ProbeFn, ProbeResult
+from checker_core.edges.backend import OpenAsk
 from checker_core.service.watch import (
     BetweenPasses,
     Cause,

@@ -6,7 +6,7 @@ so a key cannot exist without its documentation.
 
 from __future__ import annotations
 
-from checker_core.settings.schema import (
+from checker_core.core.schema import (
     INT_MAX,
     REQUIRED,
     SSL_MODES,

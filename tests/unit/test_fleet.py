@@ -1,0 +1,89 @@
+"""The fleet owns one runner per cluster; a runner knows its own cluster alone, and what a
+cluster's node actions keep between its passes is never another cluster's."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from checker_core.core.settings import Settings
+from checker_core.edges.deadline import Deadline
+from checker_core.edges.proxysql import AdminClient
+from checker_core.passes.fleet import Fleet
+from checker_core.passes.plugin import ActionsDone, AfterPass, CheckerKind, LaterActions
+from checker_core.passes.result import Mode, Outcome
+from checker_core.passes.runner import PassRunner
+from galera_checker.policy import GaleraPolicy
+from tests.unit.config_cases import galera_kind, galera_settings
+from tests.unit.fakes import HealthyProber, MemoryAdmin, ports
+from tests.unit.galera_cases import N1, steady, templates
+
+
+class Remembering:
+    """Node actions that keep, as a checker's do, what its passes saw: the clusters it was
+    given, and one piece of work left for after the passes."""
+
+    made: ClassVar[list[Remembering]] = []
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        Remembering.made.append(self)
+
+    def after_pass(self, after: AfterPass) -> ActionsDone:
+        self.seen.append(after.cluster.name)
+        return ActionsDone()
+
+    def finish(self) -> tuple[LaterActions, ...]:
+        return tuple(LaterActions(name, ActionsDone((f"{name} later",)), 1.0) for name in self.seen)
+
+
+def two_clusters(tmp_path: Path) -> Fleet:
+    one = galera_settings(tmp_path)
+    main = one.clusters[0]
+    settings = replace(one, clusters=(main, replace(main, name="other")))
+    Remembering.made = []
+    kind = CheckerKind(galera_kind().checker, GaleraPolicy(), repr, new_actions=Remembering)
+    admins = {c.name: MemoryAdmin([*templates(), *steady(N1)]) for c in settings.clusters}
+
+    def connect(given: Settings, deadline: Deadline | None = None) -> AdminClient:
+        # each cluster behind a ProxySQL of its own; the rosters' check sees no roster
+        return admins[given.clusters[0].name] if len(given.clusters) == 1 else MemoryAdmin([])
+
+    return Fleet(settings, kind, connect_admin=connect, **ports(prober=HealthyProber()))
+
+
+def test_a_runner_refuses_settings_of_several_clusters(tmp_path: Path) -> None:
+    fleet = two_clusters(tmp_path)
+    with pytest.raises(ValueError, match="a runner runs one cluster, not 2"):
+        PassRunner(fleet.settings, fleet.kind)
+
+
+def test_each_clusters_runner_has_node_actions_of_its_own(tmp_path: Path) -> None:
+    fleet = two_clusters(tmp_path)
+    try:
+        results = fleet.run_all(Mode.APPLY)
+        assert [r.cluster for r in results] == ["main", "other"]
+        assert all(r.outcome is Outcome.UNCHANGED for r in results), results
+        assert sorted(m.seen[0] for m in Remembering.made) == ["main", "other"]
+        assert all(len(m.seen) == 1 for m in Remembering.made), "no object saw both clusters"
+        later = fleet.finish()
+        assert sorted(done.cluster for done in later) == ["main", "other"]
+    finally:
+        fleet.close()
+
+
+def test_the_fleet_makes_a_clusters_runner_again_when_its_settings_change(
+    tmp_path: Path,
+) -> None:
+    fleet = two_clusters(tmp_path)
+    try:
+        main = fleet.settings.clusters[0]
+        first = fleet.runner(main)
+        assert fleet.runner(main) is first
+        again = fleet.runner(replace(main, retry_down=7))
+        assert again is not first and again.cluster.retry_down == 7
+    finally:
+        fleet.close()
