@@ -77,6 +77,7 @@ class ClusterMemory:
         "lock",
         "measured_at",
         "samples",
+        "throttles_read",
         "tried",
         "withheld",
     )
@@ -85,6 +86,8 @@ class ClusterMemory:
         self.known: dict[NodeAddress, str] = {}  # the last gcomm uuid each node gave
         self.tried: dict[NodeAddress, float] = {}  # when a node was last looked for in the view
         self.withheld: dict[NodeAddress, float] = {}  # when its withheld eviction was last said
+        # a scheduler process reads the last one's throttles once, and keeps them for the next
+        self.throttles_read = False
         self.samples: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # causal reads, ms
         self.measured_at: float | None = None  # monotonic
         # a daemon's eviction of a silent member under way off the pass, and those it finished
@@ -426,6 +429,7 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
     )
     if after.persistent and after.acting:
         _early(calls, memory, after, wanted, known=known, writers=writers)
+    throttles = _throttles_of(memory, after)
     evicted = after.store.evicted(cluster)  # what this checker evicted, and which node
     stuck = stranded(after.probes, roster, evicted)
     said: list[str] = [
@@ -519,10 +523,43 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
         (said if cleared else failed).append(text)
     if options.unresponsive_after_ms > 0 and not wanted:
         failed += _measure(calls, memory, after, roster)
-    failure = after.store.record_evicted(cluster, ours)
-    if failure:
-        failed.append(failure)
+    for failure in (
+        after.store.record_evicted(cluster, ours),
+        _keep_throttles(memory, after, throttles, now),
+    ):
+        if failure:
+            failed.append(failure)
     return ActionsDone(tuple(said), tuple(failed), done, unresponsive, stuck)
+
+
+Throttles = tuple[dict[NodeAddress, float], dict[NodeAddress, float]]
+
+
+def _throttles_of(memory: ClusterMemory, after: AfterPass) -> Throttles:
+    """The throttles as this pass begins; a scheduler process (a new one each pass) starts
+    from what the last one kept in the state dir, so that it neither asks a dead node's
+    survivors nor says a withheld eviction more often than a daemon would."""
+    if not after.persistent and not memory.throttles_read:
+        memory.throttles_read = True
+        tried, withheld = after.store.eviction_throttles(after.cluster.name)
+        memory.tried.update(tried)
+        memory.withheld.update(withheld)
+    return dict(memory.tried), dict(memory.withheld)
+
+
+def _keep_throttles(
+    memory: ClusterMemory, after: AfterPass, before: Throttles, now: float
+) -> str | None:
+    """A scheduler process's throttles still running, kept for the next one when they
+    changed; the reason when the state dir refused."""
+    for kept in (memory.tried, memory.withheld):
+        for node in [n for n, at in kept.items() if now - at >= RETRY_S]:
+            del kept[node]
+    if after.persistent or (memory.tried, memory.withheld) == before:
+        return None
+    return after.store.record_eviction_throttles(
+        after.cluster.name, memory.tried, memory.withheld
+    )
 
 
 def _note(

@@ -281,6 +281,50 @@ class StateStore:
             return f"{path} not written ({exc.strerror or exc})"
         return None
 
+    def throttles_path(self, cluster: str) -> Path:
+        return self._path(cluster, "evict-throttles")
+
+    def eviction_throttles(
+        self, cluster: str
+    ) -> tuple[dict[NodeAddress, float], dict[NodeAddress, float]]:
+        """When each node's eviction was last tried, and its withheld eviction last said
+        (monotonic), as the last scheduler process left them: a new process asks a dead node's
+        survivors again, or says a withheld eviction again, no sooner than a daemon would.
+        From another boot, or unreadable: none."""
+        try:
+            data = json.loads(self.throttles_path(cluster).read_text(encoding="utf-8"))
+            if not _same_clock(data.get("clock")):
+                return {}, {}
+            tried = {_node(n): float(at) for n, at in data["tried"].items()}
+            withheld = {_node(n): float(at) for n, at in data["withheld"].items()}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return {}, {}
+        return tried, withheld
+
+    def record_eviction_throttles(
+        self,
+        cluster: str,
+        tried: Mapping[NodeAddress, float],
+        withheld: Mapping[NodeAddress, float],
+    ) -> str | None:
+        """Keep the throttles for the next scheduler process (none: the file goes); the reason
+        when the state dir refused."""
+        path = self.throttles_path(cluster)
+        payload = {
+            "clock": _clock(),
+            "tried": {str(n): at for n, at in sorted(tried.items())},
+            "withheld": {str(n): at for n, at in sorted(withheld.items())},
+        }
+        try:
+            if not tried and not withheld:
+                path.unlink(missing_ok=True)
+                return None
+            self.ensure_dir()
+            _atomic_write(path, json.dumps(payload))
+        except OSError as exc:
+            return f"{path} not written ({exc.strerror or exc})"
+        return None
+
     def latency_path(self, cluster: str) -> Path:
         return self._path(cluster, "latency")
 

@@ -36,6 +36,17 @@ class NodeStore(Protocol):
         self, cluster: str, samples: Collection[float], at: float
     ) -> str | None: ...
 
+    def eviction_throttles(
+        self, cluster: str
+    ) -> tuple[dict[NodeAddress, float], dict[NodeAddress, float]]: ...
+
+    def record_eviction_throttles(
+        self,
+        cluster: str,
+        tried: Mapping[NodeAddress, float],
+        withheld: Mapping[NodeAddress, float],
+    ) -> str | None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class AfterPass:

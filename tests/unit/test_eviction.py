@@ -210,6 +210,40 @@ def test_a_refused_member_still_in_the_view_is_evicted_once(tmp_path: Path) -> N
     assert retried.evictions == 1, "still in the view a while later: evicted again"
 
 
+def test_a_scheduler_process_asks_no_sooner_than_the_last_one_allows(tmp_path: Path) -> None:
+    """Each scheduler pass is a new process: the state dir keeps when the last one asked the
+    survivors, and said a withheld eviction, so the next neither asks nor says it again
+    sooner than a daemon would (RETRY_S)."""
+    log: list[tuple[str, object]] = []
+    clock = [100.0]
+    members = {"u-1": "127.0.0.1:3311", "u-2": "x", "u-3": "y"}
+    dead = {N1: refused(N1), N2: alive(N2), N3: alive(N3)}
+
+    def process() -> GaleraActions:
+        made = GaleraActions(recording(members, log), lambda: clock[0])
+        made.memory.known[N1] = "u-1"  # the uuid its state file kept
+        return made
+
+    assert process().after_pass(after(tmp_path, dead)).evictions == 1
+    log.clear()
+    clock[0] += 1.0
+    again = process().after_pass(after(tmp_path, dead))
+    assert again.evictions == 0 and log == [], "asked a moment ago, by the last process"
+    clock[0] += 5.0
+    assert process().after_pass(after(tmp_path, dead)).evictions == 1, "RETRY_S later: again"
+    settling = {
+        N1: refused(N1),
+        N2: alive(N2, wsrep_cluster_conf_id="7"),
+        N3: alive(N3, wsrep_cluster_conf_id="8"),
+    }
+    clock[0] += 6.0
+    said = process().after_pass(after(tmp_path, settling)).said
+    assert any("do not agree on the view" in line for line in said)
+    clock[0] += 1.0
+    quiet = process().after_pass(after(tmp_path, settling)).said
+    assert not any("do not agree on the view" in line for line in quiet), "said once per RETRY_S"
+
+
 def test_a_member_gone_from_the_view_is_not_evicted(tmp_path: Path) -> None:
     log: list[tuple[str, object]] = []
     actions = GaleraActions(recording({"u-2": "x", "u-3": "y"}, log))
