@@ -186,7 +186,8 @@ def _proxysql_cluster_line(settings: Settings) -> tuple[str, list[str]]:
     from checker_core.core.leadership import NotAPeer, PeerMemory
     from checker_core.core.peers import choose_actor
     from checker_core.edges import native
-    from checker_core.edges.proxysql import AdminAccessDenied, AdminClient, AdminError
+    from checker_core.edges.admin_errors import AdminAccessDenied, AdminError
+    from checker_core.edges.proxysql import AdminClient
     from checker_core.edges.proxysql_peers import list_peers, read_cluster_view
 
     proxysql = settings.proxysql
@@ -237,7 +238,7 @@ def _scheduler_warnings(admin: AdminClient, settings: Settings) -> list[str]:
     """Active scheduler rows that manage hostgroups beside this checker: Percona's checkers,
     and the other checker run on this same configuration file (install-scheduler refuses to
     add a row beside it)."""
-    from checker_core.edges.proxysql import AdminQueryFailed
+    from checker_core.edges.admin_errors import AdminQueryFailed
     from checker_core.scheduler import (
         legacy_warnings,
         rival_problem,
@@ -428,9 +429,10 @@ def adopt_command(
 ) -> None:
     """Build the roster templates from the rows the operator already has in the hostgroups."""
     from checker_core.core.model import BadRow
+    from checker_core.edges.admin_errors import AdminError
     from checker_core.edges.lock import cluster_lock
     from checker_core.edges.memory import StateStore
-    from checker_core.edges.proxysql import AdminClient, AdminError
+    from checker_core.edges.proxysql import AdminClient
 
     settings = load_settings(inv.merged(config, overrides))
     store = StateStore(settings.run.state_dir, inv.checker, _names(settings))
@@ -490,7 +492,7 @@ def _adopt(
     from checker_core.core.model import Plan
     from checker_core.core.roster import adopt_templates
     from checker_core.core.statements import LOAD_SERVERS, SAVE_SERVERS, staging_statements
-    from checker_core.edges.proxysql import AdminError
+    from checker_core.edges.admin_errors import AdminError
 
     hg = cluster.hostgroups
     rows = admin.read_rows(hg.all)
@@ -651,7 +653,8 @@ def install_scheduler_command(
     inv: Invocation, config: Path | None, overrides: tuple[str, ...], apply_row: bool
 ) -> None:
     """Print (or with --apply, install) the ProxySQL scheduler row for this config file."""
-    from checker_core.edges.proxysql import AdminClient, AdminError
+    from checker_core.edges.admin_errors import AdminError
+    from checker_core.edges.proxysql import AdminClient
     from checker_core.scheduler import (
         NoExecutable,
         executable,
@@ -900,7 +903,7 @@ def _known_clusters(settings: Settings, names: tuple[str, ...]) -> None:
 
 
 def _admin_exit(exc: Exception) -> Exit:
-    from checker_core.edges.proxysql import AdminAccessDenied
+    from checker_core.edges.admin_errors import AdminAccessDenied
 
     return Exit.BAD_INPUT if isinstance(exc, AdminAccessDenied) else Exit.FAILED
 

@@ -557,9 +557,7 @@ def _keep_throttles(
             del kept[node]
     if after.persistent or (memory.tried, memory.withheld) == before:
         return None
-    return after.store.record_eviction_throttles(
-        after.cluster.name, memory.tried, memory.withheld
-    )
+    return after.store.record_eviction_throttles(after.cluster.name, memory.tried, memory.withheld)
 
 
 def _note(

@@ -24,7 +24,7 @@ from checker_core.core.attached import (
 from checker_core.core.model import NodeAddress
 from checker_core.core.writers import pin_passed_over
 from checker_core.edges import proxysql_sessions as sessions_edge
-from checker_core.edges.proxysql import AdminError
+from checker_core.edges.admin_errors import AdminError
 from checker_core.exitcodes import Exit
 from checker_core.passes.repeat import passes_until
 from checker_core.passes.result import Mode, Outcome, PassResult

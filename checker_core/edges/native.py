@@ -101,7 +101,7 @@ def conflict(cluster: ClusterSettings, rows: Iterable[NativeRow]) -> str | None:
 
 def read(admin: AdminClient) -> tuple[NativeRow, ...]:
     """The native manager rows; none when this ProxySQL has no such tables (older versions)."""
-    from checker_core.edges.proxysql import AdminQueryFailed
+    from checker_core.edges.admin_errors import AdminQueryFailed
 
     try:
         return parse(admin.execute(QUERY))

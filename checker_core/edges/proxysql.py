@@ -12,7 +12,6 @@ import contextlib
 import struct
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from checker_core.core.model import (
@@ -25,24 +24,23 @@ from checker_core.core.model import (
     sort_rows,
 )
 from checker_core.core.staging import (
-    NOTHING_ASIDE,
     GuardedWrite,
-    SetAside,
-    changed_while_aside,
-    left_half_written,
-    set_aside,
-    undone,
-    written_back,
 )
 from checker_core.core.statements import (
-    LOAD_SERVERS,
-    SAVE_SERVERS,
     ApplyResult,
-    StagingRefused,
     guarded_statement,
-    staging_statements,
+)
+from checker_core.edges.admin_errors import (
+    AdminBadEndpoint,
+    AdminQueryFailed,
+    AdminUnreachable,
+    connect_failure,
+    not_mysql,
+    reason,
+    timed_out,
 )
 from checker_core.edges.deadline import Deadline, PassTimeout
+from checker_core.edges.proxysql_apply import PlanApply, Writes, stage_rows
 from checker_core.edges.proxysql_rows import all_rows_as_one_value, rows_as_one_value, unpacked
 
 if TYPE_CHECKING:
@@ -55,36 +53,8 @@ _PLACEHOLDERS = ", ".join(["%s"] * len(COLUMNS))
 
 # PyMySQL/MySQL client error numbers that mean "no server answered"
 _UNREACHABLE_CODES = {2003, 2006, 2013, 2055}
-_ACCESS_DENIED = 1045
-_LOST = 2013  # CR_SERVER_LOST: during connect, no greeting came
 # far more rows than any cluster's hostgroups hold, runtime and staging together
 _PARSED_ROWS_KEPT = 4096
-
-
-class AdminError(Exception):
-    """Talking to ProxySQL's admin interface failed; the message says what and where."""
-
-
-class AdminUnreachable(AdminError):
-    """No ProxySQL admin answered (exit code 1)."""
-
-
-class AdminAccessDenied(AdminError):
-    """ProxySQL refused the credentials (bad input: exit code 2)."""
-
-
-class AdminBadEndpoint(AdminAccessDenied):
-    """The settings cannot reach an admin interface at all, whatever ProxySQL does: the port
-    names a service that is not MySQL, or a certificate or key file cannot be used. Bad input
-    (exit code 2) as refused credentials are; nothing was changed."""
-
-
-class AdminQueryFailed(AdminError):
-    """ProxySQL rejected a statement."""
-
-
-class ApplyFailed(AdminError):
-    """A plan could not be made live; ProxySQL's live rows are as they were."""
 
 
 def _select(table: str, count: int, tag: str | None = None) -> str:
@@ -178,42 +148,11 @@ class AdminClient:
                 write_timeout=read_s,
                 autocommit=None,
             )
-        except tls.TlsFileError as exc:
-            raise AdminBadEndpoint(f"proxysql.{exc.key} {exc.path}: {exc.reason}") from None
-        except tls.TlsError as exc:
-            # nobody trustworthy answered: as unreachable (exit 1), and nothing was changed
-            raise AdminUnreachable(f"{exc} (proxysql.ssl_mode, proxysql.ssl_ca)") from None
-        except pymysql.err.OperationalError as exc:
-            code = exc.args[0] if exc.args else 0
-            if code == _ACCESS_DENIED:
-                raise AdminAccessDenied(
-                    f"{where}: access denied for user {endpoint.user!r}"
-                ) from None
-            if deadline is not None and deadline.expired() and _timed_out(exc):
-                raise AdminUnreachable(
-                    f"{where}: no answer before the pass's deadline (run.max_runtime_ms); "
-                    "ProxySQL is hung or proxysql.connect_timeout_ms is too long"
-                ) from None
-            if code == _LOST and "timed out" in str(exc):
-                raise AdminUnreachable(
-                    f"{where}: connected, but no MySQL greeting within "
-                    f"proxysql.connect_timeout_ms ({endpoint.connect_timeout_ms} ms): a hung "
-                    "ProxySQL, or proxysql.port names a service that waits for the client "
-                    "to speak first (not ProxySQL's admin port)"
-                ) from None
-            raise AdminUnreachable(f"{where}: unreachable ({_reason(exc)})") from None
-        except pymysql.err.MySQLError as exc:
-            raise AdminBadEndpoint(_not_mysql(where, exc)) from None
-        except OSError as exc:
-            if deadline is not None and deadline.expired() and _timed_out(exc):
-                raise AdminUnreachable(
-                    f"{where}: no answer before the pass's deadline (run.max_runtime_ms); "
-                    "ProxySQL is hung or proxysql.connect_timeout_ms is too long"
-                ) from None
-            raise AdminUnreachable(f"{where}: unreachable ({exc})") from None
+        except (tls.TlsError, tls.TlsFileError, pymysql.err.MySQLError, OSError) as exc:
+            raise connect_failure(exc, where, endpoint, deadline) from None
         except (ValueError, IndexError, LookupError, struct.error) as exc:
             # PyMySQL parsing a greeting that is not MySQL's
-            raise AdminBadEndpoint(_not_mysql(where, exc)) from None
+            raise AdminBadEndpoint(not_mysql(where, exc)) from None
         client = cls(conn, where, timeout_s=endpoint.read_timeout_ms / 1000)
         client.bound_by(deadline)
         return client
@@ -242,7 +181,7 @@ class AdminClient:
     def _cut_by_deadline(self, bounded: float | None, exc: BaseException) -> PassTimeout | None:
         """A statement whose timeout the deadline shortened, and that timed out: the pass's
         time was up, not the admin's (whose timeout this statement never had in full)."""
-        if bounded is None or self._deadline is None or not _timed_out(exc):
+        if bounded is None or self._deadline is None or not timed_out(exc):
             return None
         return self._deadline.cut_short(f"{self.where} gave no answer in the time left")
 
@@ -295,10 +234,10 @@ class AdminClient:
                 raise cut from None
             code = exc.args[0] if exc.args else 0
             if code in _UNREACHABLE_CODES:
-                raise AdminUnreachable(f"{self.where}: connection lost ({_reason(exc)})") from None
-            raise AdminQueryFailed(f"{self.where}: {_reason(exc)}") from None
+                raise AdminUnreachable(f"{self.where}: connection lost ({reason(exc)})") from None
+            raise AdminQueryFailed(f"{self.where}: {reason(exc)}") from None
         except pymysql.err.MySQLError as exc:
-            raise AdminQueryFailed(f"{self.where}: {_reason(exc)}") from None
+            raise AdminQueryFailed(f"{self.where}: {reason(exc)}") from None
         except OSError as exc:
             cut = self._cut_by_deadline(bounded, exc)
             if cut is not None:
@@ -367,13 +306,13 @@ class AdminClient:
         except wire.ProtocolError as exc:
             raise AdminUnreachable(f"{self.where}: connection lost ({exc})") from None
         except Exception as exc:  # a lost connection, as PyMySQL says it
-            raise AdminUnreachable(f"{self.where}: connection lost ({_reason(exc)})") from None
+            raise AdminUnreachable(f"{self.where}: connection lost ({reason(exc)})") from None
         self.round_trip_s = time.monotonic() - began
         if answer is None:
             return buf, None  # the answer of last time, whole: nothing to decode
         first = wire.decoded(conn, answer[0])
         if isinstance(first, Exception):
-            raise AdminQueryFailed(f"{self.where}: {_reason(first)}")
+            raise AdminQueryFailed(f"{self.where}: {reason(first)}")
         return buf, first[0][0] if first and first[0] else None
 
     def _row(self, values: tuple[object, ...]) -> ServerRow:
@@ -428,43 +367,7 @@ class AdminClient:
         Only the differences are written, so a staging area that already matches costs one
         read and no write.
         """
-        return self._stage(hostgroups, desired, writer, _Writes())
-
-    def _stage(
-        self,
-        hostgroups: Sequence[int],
-        desired: Sequence[ServerRow],
-        writer: int | None,
-        writes: _Writes,
-        current: Sequence[ServerRow] | None = None,
-    ) -> int:
-        """`current`: the staged rows of `hostgroups` as just read (else read here)."""
-        if current is None:
-            current = self.read_staging(hostgroups)
-        statements = staging_statements(hostgroups, current, desired, writer=writer)
-        # noted before the first statement goes out: a pass cut short anywhere after it puts
-        # back what it wrote, and only that
-        writes.note(hostgroups, current, desired)
-        for statement in statements:
-            self.execute(statement.sql, statement.params)
-        return len(statements)
-
-    def read_whole(self) -> ClusterRows:
-        """Every row of runtime_mysql_servers and mysql_servers, in one round trip: what a LOAD
-        would carry besides this pass's rows. A row of a hostgroup this tool does not manage
-        is taken as ProxySQL holds it, whatever its hostname."""
-        found = self.execute(all_rows_as_one_value())
-        text = "" if not found or found[0][0] is None else str(found[0][0])
-        runtime: list[ServerRow] = []
-        staging: list[ServerRow] = []
-        for line in text.split("\n") if text else ():
-            source, values = unpacked(line)
-            try:
-                row = self._row(values)
-            except BadRow:
-                row = ServerRow.from_admin(values, any_host=True)
-            (runtime if source == "r" else staging).append(row)
-        return ClusterRows(runtime=sort_rows(runtime), staging=sort_rows(staging))
+        return stage_rows(self, hostgroups, desired, writer, writes=Writes())
 
     @_runs_to_its_load
     def apply(
@@ -498,318 +401,41 @@ class AdminClient:
         wrote as they were read, on this connection when it is still in step, else on one from
         `reconnect`; what it could not put back is said through `warn`.
         """
-        hostgroups = list(plan.hostgroups.managed)
-        said = warn or _say_nothing
+        already = False
         if staging_seen is not None and not plan.needs_load:
             kept = self._staged_already
             if kept is None or kept[0] is not plan or kept[1] is not staging_seen:
+                hostgroups = set(plan.hostgroups.managed)
                 seen = sort_rows(r for r in staging_seen if r.hostgroup_id in hostgroups)
                 kept = (plan, staging_seen) if seen == sort_rows(plan.desired) else None
                 self._staged_already = kept
-            if kept is not None:
-                return self._owed_save(plan, persist and save_owed, 0, said, reconnect)
-        writes = _Writes()
-        try:
-            staged, aside, done = self._stage_plan(plan, writes)
-        except BaseException as exc:
-            self._put_back(plan, writes, exc, said, reconnect)
-            if isinstance(exc, (AdminQueryFailed, BadRow)):
-                raise ApplyFailed(f"staging failed, nothing loaded: {exc}") from None
-            raise
-        if not plan.needs_load:
-            return self._owed_save(plan, persist and save_owed, staged, said, reconnect)
-        try:
-            self.execute(LOAD_SERVERS.sql)
-        except AdminQueryFailed as exc:
-            # refused: nothing went live. Any other failure may have come after ProxySQL ran
-            # it; staging then stays as the pass wrote it, and live too, likely
-            self._put_back(plan, writes, exc, said, reconnect)
-            raise ApplyFailed(f"LOAD MYSQL SERVERS TO RUNTIME failed: {exc}") from None
-        except BaseException as exc:
-            # the answer lost (it may have run): the operator's rows set aside as live are his
-            # again in staging either way, on a new connection; nothing of them went live
-            self._write_back(aside, done, exc, said, reconnect)
-            raise
-        if on_load is not None:
-            on_load()
-        if aside:
-            said(aside.describe())
-        try:
-            # before the write-back: disk is what is live, never an edit nobody loaded
-            result = self._save(persist, staged=staged, loaded=True)
-        except BaseException as exc:
-            self._write_back(aside, done, exc, said, reconnect)
-            raise
-        self._write_back(aside, done, None, said, reconnect)
-        return result
+            already = kept is not None
+        return PlanApply(self).run(
+            plan,
+            persist,
+            staged_already=already,
+            save_owed=save_owed,
+            on_load=on_load,
+            warn=warn,
+            reconnect=reconnect,
+        )
 
-    def _stage_plan(self, plan: Plan, writes: _Writes) -> tuple[int, SetAside, _AsLive]:
-        """The plan's rows staged and read back; before a LOAD, the rows of other hostgroups
-        that differ from what is live staged as live (set aside). Raises ApplyFailed when the
-        staging is not what this pass wrote."""
-        hg = plan.hostgroups
-        checked = [*hg.managed, *hg.templates]
-        staged = self._stage(hg.managed, plan.desired, hg.writer, writes)
-        if plan.adopted:
-            staged += self._stage(hg.templates, plan.adopted, None, writes)
-        wanted = sort_rows((*plan.desired, *plan.templates))
-        if not plan.needs_load:
-            self._verify(self.read_staging(checked), wanted)
-            return staged, NOTHING_ASIDE, _AsLive()
-        whole = self.read_whole()
-        self._verify(whole.staged(checked), wanted)
-        # templates nobody loaded yet are the roster this pass used, and templates this plan
-        # adopts are its own: its LOAD carries them
-        own = checked if plan.adopted or not whole.live(hg.templates) else list(hg.managed)
-        ours = sort_rows(r for r in wanted if r.hostgroup_id in own)
-        aside, done = self._set_aside(whole, own, ours, writes)
-        return staged + len(done.tried), aside, done
-
-    def _set_aside(
-        self, whole: ClusterRows, own: Sequence[int], ours: Sequence[ServerRow], writes: _Writes
-    ) -> tuple[SetAside, _AsLive]:
-        """The staged rows outside `own` that differ from what is live (read in `whole`)
-        staged as live, each only while it is still as read, and read back: `own` staged
-        still as `ours`, every other row as live, else ApplyFailed (and neither LOAD nor SAVE
-        goes out)."""
-        aside = set_aside(whole, own)
-        if not aside:
-            return aside, _AsLive()
-        writes.aside |= set(aside.hostgroups)
-        # another cluster's or an operator's rows, taken as read: a row this pass could not
-        # judge (a malformed hostname) is no reason to fail this cluster's LOAD
-        writes.note(aside.hostgroups, whole.staged(aside.hostgroups), aside.live)
-        tried = aside.as_live()
-        done = _AsLive(tried, tuple(w for w in tried if self.write_guarded(w)))
-        again = self.read_whole()
-        self._verify(again.staged(own), ours, clean=not set_aside(again, own))
-        return aside, done
-
-    def _owed_save(
-        self,
-        plan: Plan,
-        wanted: bool,
-        staged: int,
-        said: Callable[[str], None],
-        reconnect: Callable[[], AdminClient] | None,
-    ) -> ApplyResult:
-        """The SAVE an earlier pass owes, with nothing to load. A SAVE writes the whole of
-        mysql_servers to disk, so staged rows outside the managed hostgroups that differ from
-        what is live (an operator's edit in progress) are set aside around it as around a
-        LOAD: disk then holds what is live for every row this pass did not write, and a
-        ProxySQL restart makes live nothing nobody loaded. When they cannot be set aside,
-        nothing is saved and the SAVE stays owed."""
-        if not wanted:
-            return ApplyResult(staged=staged, loaded=False, saved=False)
-        writes = _Writes()
-        own = list(plan.hostgroups.managed)
-        try:
-            whole = self.read_whole()
-            aside, done = self._set_aside(whole, own, whole.staged(own), writes)
-        except BaseException as exc:
-            self._put_back(plan, writes, exc, said, reconnect, held="a SAVE")
-            if isinstance(exc, _IN_STEP):
-                return ApplyResult(
-                    staged=staged,
-                    loaded=False,
-                    saved=False,
-                    save_error=(
-                        "SAVE MYSQL SERVERS TO DISK still owed, not run: the staged rows of "
-                        f"hostgroups this pass does not manage could not be set aside ({exc})"
-                    ),
-                )
-            raise
-        staged += len(done.tried)
-        if aside:
-            said(aside.describe(kept_from="saved to disk"))
-        try:
-            # before the write-back: disk is what is live, never an edit nobody loaded
-            result = self._save(True, staged=staged, loaded=False)
-        except BaseException as exc:
-            self._write_back(aside, done, exc, said, reconnect, after="SAVE")
-            raise
-        # a SAVE that went out wrote what is live there, not the edit
-        disk = "disk as runtime" if result.saved else "disk unchanged"
-        unchanged = f"runtime unchanged, {disk}"
-        self._write_back(aside, done, None, said, reconnect, after="SAVE", unchanged=unchanged)
-        return result
-
-    def _verify(
-        self, readback: Sequence[ServerRow], wanted: Sequence[ServerRow], *, clean: bool = True
-    ) -> None:
-        if not clean or sort_rows(readback) != tuple(wanted):
-            raise ApplyFailed(
-                f"{self.where}: staging rows changed under us (another writer?), nothing loaded"
-            )
-
-    def _put_back(
-        self,
-        plan: Plan,
-        writes: _Writes,
-        failure: BaseException,
-        said: Callable[[str], None],
-        reconnect: Callable[[], AdminClient] | None,
-        *,
-        held: str = "a LOAD",
-    ) -> None:
-        """The rows this call wrote put back as it read them (never what is live: staging
-        holds the operator's intent), so nobody's LOAD makes a plan live that this pass did
-        not. A row someone else wrote since stays theirs. `held`: the statement that did not
-        go out."""
-        if not writes.wrote:
-            return
-        hostgroups = sorted(writes.hostgroups)
-
-        def put_back(admin: AdminClient) -> None:
-            current = admin.read_staging(hostgroups, any_host=True)
-            wanted = undone(writes.before, writes.wrote, current)
-            for statement in staging_statements(
-                hostgroups, current, wanted, writer=plan.hostgroups.writer
-            ):
-                admin.execute(statement.sql, statement.params)
-
-        problem = self._on_a_working_connection(put_back, failure, reconnect)
-        if problem is None:
-            return
-        mine = {k: r for k, r in writes.wrote.items() if k[0] not in writes.aside}
-        theirs = {k: r for k, r in writes.wrote.items() if k[0] in writes.aside}
-        if mine:
-            rows = "; ".join(left_half_written(writes.before, mine))
-            said(
-                f"staged rows left half-written: {rows} ({problem}); "
-                "the next acting pass puts them back"
-            )
-        if theirs:
-            groups = ", ".join(str(hg) for hg in sorted({k[0] for k in theirs}))
-            unchanged = "runtime and disk unchanged" if "SAVE" in held else "runtime unchanged"
-            said(
-                f"an operator's staged edit of hostgroup {groups} was set aside as live for "
-                f"{held} that did not go out, and could not be written back ({problem}): it "
-                f"is gone from mysql_servers; {unchanged}"
-            )
-
-    def _write_back(
-        self,
-        aside: SetAside,
-        done: _AsLive,
-        failure: BaseException | None,
-        said: Callable[[str], None],
-        reconnect: Callable[[], AdminClient] | None,
-        *,
-        after: str = "LOAD",
-        unchanged: str = "runtime unchanged",
-    ) -> None:
-        """The staged edit set aside for the LOAD (or SAVE), staged again as it was read (no
-        LOAD): each row only while it still holds the live row this pass put there. A row
-        someone wrote in between (before it was staged as live, or since) stays as they wrote
-        it, and that is said once."""
-        if not aside:
-            return
-        missed = [w for w in done.tried if w not in done.went_in]
-        answered: set[GuardedWrite] = set()
-
-        def write_back(admin: AdminClient) -> None:
-            # a second connection's try skips the rows the first one's answers covered
-            for write in written_back(done.went_in):
-                if write not in answered:
-                    if not admin.write_guarded(write):
-                        missed.append(write)
-                    answered.add(write)
-
-        problem = self._on_a_working_connection(write_back, failure, reconnect)
-        warning = changed_while_aside(missed)
-        if warning is not None:
-            said(warning)
-        if problem is not None:
-            groups = ", ".join(str(hg) for hg in aside.hostgroups)
-            said(
-                f"an operator's staged edit of hostgroup {groups} could not be staged again "
-                f"after the {after} ({problem}): it is gone from mysql_servers; {unchanged}"
-            )
-
-    def _on_a_working_connection(
-        self,
-        work: Callable[[AdminClient], None],
-        failure: BaseException | None,
-        reconnect: Callable[[], AdminClient] | None,
-    ) -> str | None:
-        """`work` done on this connection when it is in step (no failure, or a statement
-        ProxySQL refused), else, or when that fails, on one new connection, each bounded by
-        the admin's own timeouts. None when done, else why not."""
-        problem = f"{type(failure).__name__}: {failure}" if failure is not None else ""
-        if failure is None or isinstance(failure, _IN_STEP):
+    def read_whole(self) -> ClusterRows:
+        """Every row of runtime_mysql_servers and mysql_servers, in one round trip: what a LOAD
+        would carry besides this pass's rows. A row of a hostgroup this tool does not manage
+        is taken as ProxySQL holds it, whatever its hostname."""
+        found = self.execute(all_rows_as_one_value())
+        text = "" if not found or found[0][0] is None else str(found[0][0])
+        runtime: list[ServerRow] = []
+        staging: list[ServerRow] = []
+        for line in text.split("\n") if text else ():
+            source, values = unpacked(line)
             try:
-                work(self)
-                return None
-            except Exception as exc:  # whatever it was, the new connection is the next try
-                problem = f"{type(exc).__name__}: {exc}"
-        if reconnect is None:
-            return problem
-        try:
-            fresh = reconnect()
-        except Exception as exc:
-            return f"{problem}; a new admin connection failed too: {exc}"
-        try:
-            work(fresh)
-        except Exception as exc:
-            return f"{problem}; on a new admin connection: {type(exc).__name__}: {exc}"
-        finally:
-            fresh.close()
-        return None
-
-    def _save(self, wanted: bool, *, staged: int, loaded: bool) -> ApplyResult:
-        if not wanted:
-            return ApplyResult(staged=staged, loaded=loaded, saved=False)
-        try:
-            self.execute(SAVE_SERVERS.sql)
-        except AdminQueryFailed as exc:
-            # not a failed apply: the rows are live, and saying otherwise would mislead
-            done = "loaded" if loaded else "live"
-            failure = f"{done}, but SAVE MYSQL SERVERS TO DISK failed: {exc}"
-            return ApplyResult(staged=staged, loaded=loaded, saved=False, save_error=failure)
-        return ApplyResult(staged=staged, loaded=loaded, saved=True)
-
-
-@dataclass(frozen=True, slots=True)
-class _AsLive:
-    """The writes that staged set-aside rows as live: all `tried`, and those that `went_in`
-    (a row's write that found someone's newer edit did not)."""
-
-    tried: tuple[GuardedWrite, ...] = ()
-    went_in: tuple[GuardedWrite, ...] = ()
-
-
-class _Writes:
-    """What one apply() wrote to staging, row by row: the row it found first (None: none) and
-    the row it wrote last (None: deleted). One call's own: never shared between passes."""
-
-    def __init__(self) -> None:
-        self.before: dict[tuple[int, str, int], ServerRow | None] = {}
-        self.wrote: dict[tuple[int, str, int], ServerRow | None] = {}
-        self.hostgroups: set[int] = set()
-        # the hostgroups set aside for a LOAD or SAVE: the rows written there are others'
-        self.aside: set[int] = set()
-
-    def note(
-        self, hostgroups: Sequence[int], current: Sequence[ServerRow], desired: Sequence[ServerRow]
-    ) -> None:
-        inside = set(hostgroups)
-        have = {r.key: r for r in current if r.hostgroup_id in inside}
-        want = {r.key: r for r in desired}
-        for key in have.keys() | want.keys():
-            if have.get(key) != want.get(key):
-                self.before.setdefault(key, have.get(key))
-                self.wrote[key] = want.get(key)
-        self.hostgroups |= inside
-
-
-# a failure after which the connection is still in step: ProxySQL answered, with a refusal, or
-# the pass itself found the rows wrong
-_IN_STEP = (AdminQueryFailed, BadRow, ApplyFailed, StagingRefused)
-
-
-def _say_nothing(_text: str) -> None:
-    return None
+                row = self._row(values)
+            except BadRow:
+                row = ServerRow.from_admin(values, any_host=True)
+            (runtime if source == "r" else staging).append(row)
+        return ClusterRows(runtime=sort_rows(runtime), staging=sort_rows(staging))
 
 
 def _set_timeouts(conn: pymysql.connections.Connection[Any], seconds: float) -> None:
@@ -824,31 +450,3 @@ def _set_timeouts(conn: pymysql.connections.Connection[Any], seconds: float) -> 
     if sock is not None and getattr(conn, "_current_timeout", None) != seconds:
         sock.settimeout(seconds)
         conn._current_timeout = seconds  # type: ignore[attr-defined]
-
-
-def _timed_out(exc: BaseException) -> bool:
-    """Whether a failure was a timeout: the socket's own, or PyMySQL's word for it (it wraps
-    the socket's error in OperationalError, keeping it as the context)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, TimeoutError):
-            return True
-        current = current.__cause__ or current.__context__
-    return "timed out" in str(exc)
-
-
-def _not_mysql(where: str, exc: BaseException) -> str:
-    return (
-        f"{where}: the service on proxysql.port does not speak the MySQL protocol "
-        f"({type(exc).__name__}: {exc}); is it ProxySQL's admin port (6032 by default)?"
-    )
-
-
-def _reason(exc: BaseException) -> str:
-    """PyMySQL errors carry (code, message); say both."""
-    args: tuple[object, ...] = exc.args
-    if len(args) >= 2:
-        return f"{args[1]} (error {args[0]})"
-    return str(exc)

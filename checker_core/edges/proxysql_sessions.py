@@ -28,7 +28,7 @@ import re
 from typing import TYPE_CHECKING
 
 from checker_core.core.attached import AUTO_INCREMENT_DELAY, AttachedSession, session_of
-from checker_core.edges.proxysql import AdminError
+from checker_core.edges.admin_errors import AdminError
 
 if TYPE_CHECKING:
     from pathlib import Path

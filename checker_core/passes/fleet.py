@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 from checker_core.core.model import BadRow, NodeAddress
 from checker_core.core.roster import shared_nodes
+from checker_core.edges.admin_errors import AdminError
 from checker_core.edges.memory import StateStore
-from checker_core.edges.proxysql import AdminClient, AdminError
+from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.proxy_facts import RECHECK_S
 from checker_core.passes.result import Outcome, PassResult
 from checker_core.passes.runner import PassRunner, open_admin

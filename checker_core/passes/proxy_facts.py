@@ -117,7 +117,7 @@ class ProxyFacts:
     def runtime_variables(self, admin: AdminClient, wanted: Sequence[str]) -> dict[str, str]:
         """ProxySQL's runtime variables an advisor asked for; none when they cannot be read
         (advice is never worth a pass: without them the advisor says less)."""
-        from checker_core.edges.proxysql import AdminError
+        from checker_core.edges.admin_errors import AdminError
 
         if wanted and self._variables.due(admin):
             try:

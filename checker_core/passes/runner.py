@@ -24,11 +24,12 @@ from checker_core.core.hysteresis import with_silence
 from checker_core.core.model import BadInput, NodeAddress
 from checker_core.core.probes import STILL_UNANSWERED, ProbeTimeouts, promote_unheard
 from checker_core.core.statements import ApplyResult, StagingRefused, plan_statements
+from checker_core.edges.admin_errors import AdminAccessDenied, AdminError, ApplyFailed
 from checker_core.edges.backend import Prober
 from checker_core.edges.deadline import Deadline, PassTimeout
 from checker_core.edges.lock import cluster_lock
 from checker_core.edges.memory import StateStore
-from checker_core.edges.proxysql import AdminAccessDenied, AdminClient, AdminError, ApplyFailed
+from checker_core.edges.proxysql import AdminClient
 from checker_core.passes import gate
 from checker_core.passes.plugin import AdviceInput, AfterPass, CheckerKind
 from checker_core.passes.proxy_facts import ProxyFacts

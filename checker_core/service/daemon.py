@@ -22,8 +22,8 @@ from checker_core.core.model import BadRow
 from checker_core.core.reload import plan_reload
 from checker_core.core.settings import ClusterSettings, ListenAddress, Settings
 from checker_core.edges import tls
+from checker_core.edges.admin_errors import AdminError
 from checker_core.edges.memory import StateStore
-from checker_core.edges.proxysql import AdminError
 from checker_core.passes.fleet import Fleet
 from checker_core.passes.plugin import CheckerKind
 from checker_core.passes.result import Mode, PassResult

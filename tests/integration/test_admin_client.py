@@ -9,12 +9,8 @@ import pytest
 from checker_core.core.model import Change, ChangeKind, Hostgroups, Plan, ServerRow, ServerStatus
 from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
 from checker_core.core.statements import plan_statements
-from checker_core.edges.proxysql import (
-    AdminAccessDenied,
-    AdminClient,
-    AdminUnreachable,
-    ApplyFailed,
-)
+from checker_core.edges.admin_errors import AdminAccessDenied, AdminUnreachable, ApplyFailed
+from checker_core.edges.proxysql import AdminClient
 from checker_core.edges.proxysql_peers import read_checksum
 from tests.integration.rig import as_configured
 from tests.lab.process import free_port

@@ -37,8 +37,9 @@ from checker_core.core.model import (
 from checker_core.core.schema import Checker
 from checker_core.core.statements import LOAD_SERVERS
 from checker_core.edges import native, proxysql_peers, proxysql_sessions
+from checker_core.edges.admin_errors import AdminError
 from checker_core.edges.memory import StateStore
-from checker_core.edges.proxysql import AdminClient, AdminError
+from checker_core.edges.proxysql import AdminClient
 from checker_core.scheduler import (
     SchedulerRow,
     existing_row_ids,

@@ -22,7 +22,7 @@ from checker_core.core.model import (
     ServerRow,
     ServerStatus,
 )
-from checker_core.edges.proxysql import ApplyFailed
+from checker_core.edges.admin_errors import ApplyFailed
 from tests.integration.rig import HG, PassRun, Rig, rows_as_written
 
 pytestmark = [pytest.mark.galera, pytest.mark.proxysql]

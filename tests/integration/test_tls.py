@@ -22,8 +22,9 @@ from checker_core.core.model import NodeAddress
 from checker_core.core.schema import SslMode
 from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
 from checker_core.edges import tls
+from checker_core.edges.admin_errors import AdminUnreachable
 from checker_core.edges.backend import Prober
-from checker_core.edges.proxysql import AdminClient, AdminUnreachable
+from checker_core.edges.proxysql import AdminClient
 from galera_checker.policy import GaleraFacts
 from galera_checker.probe import probe
 from tests.integration.rig import HG, Rig, as_configured, seeded_rig

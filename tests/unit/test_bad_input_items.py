@@ -146,7 +146,8 @@ def test_a_tls_file_spoilt_after_the_check_names_its_key(
     """The file changed between the check and the connect: the admin error names the ssl_* key
     and the file (bad input), not "ProxySQL admin unreachable"."""
     from checker_core.edges import tls
-    from checker_core.edges.proxysql import AdminBadEndpoint, AdminClient
+    from checker_core.edges.admin_errors import AdminBadEndpoint
+    from checker_core.edges.proxysql import AdminClient
 
     ca = tmp_path / "ca.pem"
     ca.write_bytes(certs["ca"].read_bytes())
@@ -508,7 +509,8 @@ def test_admin_port_that_is_not_mysql(write_config: WriteConfig, banner_server: 
 
 
 def test_admin_that_never_answers(write_config: WriteConfig, silent_server: int) -> None:
-    from checker_core.edges.proxysql import AdminClient, AdminUnreachable
+    from checker_core.edges.admin_errors import AdminUnreachable
+    from checker_core.edges.proxysql import AdminClient
 
     text = CONFIG.replace("port = 6032", f"port = {silent_server}\nconnect_timeout_ms = 200")
     settings = load(write_config(text), Checker.GALERA, env={})

@@ -17,8 +17,8 @@ from checker_core.core.attached import AUTO_INCREMENT_DELAY_TIMEOUT as TIMEOUT
 from checker_core.core.model import NodeAddress
 from checker_core.core.schema import Checker
 from checker_core.edges import proxysql_sessions as guard
+from checker_core.edges.admin_errors import AdminQueryFailed, AdminUnreachable
 from checker_core.edges.memory import StateStore
-from checker_core.edges.proxysql import AdminQueryFailed, AdminUnreachable
 from checker_core.passes.result import Mode
 from tests.unit.config_cases import galera_runner
 from tests.unit.fakes import HealthyProber, MemoryAdmin, ports, retuned

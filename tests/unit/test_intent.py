@@ -23,8 +23,8 @@ from checker_core.core.model import ClusterRows, NodeAddress, ServerRow, ServerS
 from checker_core.core.roster import roster_templates
 from checker_core.core.staging import set_aside
 from checker_core.core.statements import LOAD_SERVERS, SAVE_SERVERS, Statement, staging_statements
+from checker_core.edges.admin_errors import AdminUnreachable, ApplyFailed
 from checker_core.edges.deadline import PassTimeout
-from checker_core.edges.proxysql import AdminUnreachable, ApplyFailed
 from checker_core.passes.result import Mode, Outcome
 from checker_core.passes.runner import PassRunner
 from checker_core.report import summary

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from checker_core.edges.proxysql import AdminClient, AdminQueryFailed
+from checker_core.edges.admin_errors import AdminQueryFailed
+from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.proxy_facts import RECHECK_S, ProxyFacts, Recheck
 from tests.unit.config_cases import galera_runner
 

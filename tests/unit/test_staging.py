@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from checker_core.core.leadership import ALONE, Role
 from checker_core.core.model import ServerRow, ServerStatus, sort_rows
 from checker_core.core.statements import LOAD_SERVERS, SAVE_SERVERS, staging_statements
+from checker_core.edges.admin_errors import AdminQueryFailed, AdminUnreachable
 from checker_core.edges.deadline import PassTimeout
-from checker_core.edges.proxysql import AdminQueryFailed, AdminUnreachable
 from checker_core.passes.result import Mode, Outcome, PassResult
 from checker_core.passes.runner import PassRunner
 from checker_core.report import summary
@@ -225,10 +225,10 @@ def test_a_put_back_after_any_prefix_is_what_was_read(
     """Whatever number of a pass's statements went out, the put-back gives the staging it
     read; a row someone else wrote since stays theirs."""
     from checker_core.core.staging import undone
-    from checker_core.edges.proxysql import _Writes
+    from checker_core.edges.proxysql_apply import Writes
 
     before, wanted = case
-    writes = _Writes()
+    writes = Writes()
     writes.note(HG.managed, before, wanted)
     statements = staging_statements(HG.managed, before, wanted, writer=HG.writer)
     admin = MemoryAdmin(before)
