@@ -1,16 +1,22 @@
-"""What a pass's first step reads, as one record the steps after it take."""
+"""What a pass's first steps read and hear: ProxySQL's rows as one record the steps after it
+take, and the roster's probes (those begun while the rows were read, and the rest)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from checker_core.core.decide import unresponsive_at
 
 if TYPE_CHECKING:
     from checker_core.core.decide import ClusterView
     from checker_core.core.hysteresis import NodeMemory
     from checker_core.core.model import ClusterRows, NodeAddress
-    from checker_core.edges.backend import PendingProbes
+    from checker_core.core.probes import ProbeResult
+    from checker_core.core.settings import ClusterSettings, Settings
+    from checker_core.edges.backend import PendingProbes, Prober
     from checker_core.edges.proxysql import AdminClient
 
 
@@ -25,3 +31,55 @@ class PassRead:
     memory: Mapping[NodeAddress, NodeMemory]
     pending: PendingProbes | None
     probe_deadline: float  # monotonic: every probe of the pass ends by then
+
+
+def probe_roster(
+    prober: Prober, read: PassRead, cluster: ClusterSettings, now: float
+) -> dict[NodeAddress, ProbeResult]:
+    """The roster's probes: those begun before the rows were read, and the rest now (a
+    node new to the roster). Results for nodes that left the roster are dropped."""
+    nodes, probe_deadline = read.view.roster.addresses, read.probe_deadline
+    if read.pending is None:
+        return prober.probe_all(nodes, probe_deadline)
+    enough = _silent_enough(read, cluster, now)
+    started = set(read.pending.nodes)
+    late = prober.start([n for n in nodes if n not in started], probe_deadline)
+    # a node that left the roster is not waited for: it may be the hung one removed
+    found = {
+        **read.pending.collect(probe_deadline, only=nodes, enough=enough),
+        **late.collect(probe_deadline),
+    }
+    return {n: found[n] for n in nodes}
+
+
+def _silent_enough(
+    read: PassRead, cluster: ClusterSettings, now: float
+) -> dict[NodeAddress, float]:
+    """When a node that a pass before found silent has been silent for unresponsive_after_ms
+    (monotonic), for those it reaches during this pass: it is not waited for past then,
+    since its silence is then what evict_unresponsive_nodes acts on, and every moment more
+    is a moment more of the cluster's stalled writes. Only a silence a pass saw counts: that
+    pass waited its whole probe time, so a node that answers within the monitor's timeouts
+    was heard then. A node silent longer than that before this pass is waited for in full
+    (its answer is how it comes back)."""
+    if cluster.unresponsive_after_ms <= 0:
+        return {}
+    mono = time.monotonic()
+    found = {}
+    for node, memory in read.memory.items():
+        at = unresponsive_at(memory, cluster)
+        if at is not None and at > now:
+            found[node] = mono + (at - now)  # the collector's clock
+    return found
+
+
+def silent_probe_wait_s(settings: Settings) -> float:
+    """The least a pass waits for the probe of a node that does not answer: a question on
+    an open connection waits the read timeout, a new connection the connect timeout (a
+    frozen mysqld's kernel completes the handshake; its greeting never comes). The pass
+    that decides when a silence reaches unresponsive_after_ms starts that much before it:
+    a longer wait is cut at that moment anyway, a shorter one would end before it and
+    leave the decision to the next pass of the cadence."""
+    monitor, run = settings.monitor, settings.run
+    shortest = min(monitor.connect_timeout_ms, monitor.read_timeout_ms)
+    return min(run.probe_budget_ms, shortest) / 1000

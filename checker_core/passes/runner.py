@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from checker_core.core.decide import Decision, decide, unresponsive_at, view_of
+from checker_core.core.decide import Decision, decide, view_of
 from checker_core.core.hysteresis import with_silence
 from checker_core.core.model import BadInput, NodeAddress
 from checker_core.core.probes import STILL_UNANSWERED, ProbeTimeouts, promote_unheard
@@ -33,7 +33,7 @@ from checker_core.edges.proxysql import AdminClient
 from checker_core.passes import gate
 from checker_core.passes.plugin import AdviceInput, AfterPass, CheckerKind
 from checker_core.passes.proxy_facts import ProxyFacts
-from checker_core.passes.read import PassRead
+from checker_core.passes.read import PassRead, probe_roster, silent_probe_wait_s
 from checker_core.passes.result import (
     SAY_WHY_THEY_ENDED,
     Mode,
@@ -202,7 +202,7 @@ class PassRunner:
         self.facts.refuse_native_manager(read.admin, cluster)
         listed = self.facts.listed_peers(read.admin)
         deadline.check()
-        probes = self._probe(read, cluster)
+        probes = probe_roster(self.prober, read, cluster, self.clock())
         deadline.check()
         stop = gate.monitor_refused(probes, self.settings.monitor.user)
         if stop is not None:
@@ -246,17 +246,6 @@ class PassRunner:
 
     # ------------------------------------------------------------ the steps, in order
 
-    def _silent_probe_wait_s(self) -> float:
-        """The least a pass waits for the probe of a node that does not answer: a question on
-        an open connection waits the read timeout, a new connection the connect timeout (a
-        frozen mysqld's kernel completes the handshake; its greeting never comes). The pass
-        that decides when a silence reaches unresponsive_after_ms starts that much before it:
-        a longer wait is cut at that moment anyway, a shorter one would end before it and
-        leave the decision to the next pass of the cadence."""
-        monitor, run = self.settings.monitor, self.settings.run
-        shortest = min(monitor.connect_timeout_ms, monitor.read_timeout_ms)
-        return min(run.probe_budget_ms, shortest) / 1000
-
     def _pinned(self, cluster: ClusterSettings) -> ClusterSettings:
         """The cluster with the writer an operator pinned (`pin`), unless its settings name
         one themselves."""
@@ -282,40 +271,6 @@ class PassRunner:
         if self.persistent:
             self._last_roster = view.roster.addresses
         return PassRead(admin, rows, view, memory, pending, probe_deadline)
-
-    def _probe(self, read: PassRead, cluster: ClusterSettings) -> dict[NodeAddress, ProbeResult]:
-        """The roster's probes: those begun before the rows were read, and the rest now (a
-        node new to the roster). Results for nodes that left the roster are dropped."""
-        nodes, probe_deadline = read.view.roster.addresses, read.probe_deadline
-        if read.pending is None:
-            return self.prober.probe_all(nodes, probe_deadline)
-        enough = self._silent_enough(read, cluster)
-        started = set(read.pending.nodes)
-        late = self.prober.start([n for n in nodes if n not in started], probe_deadline)
-        # a node that left the roster is not waited for: it may be the hung one removed
-        found = {
-            **read.pending.collect(probe_deadline, only=nodes, enough=enough),
-            **late.collect(probe_deadline),
-        }
-        return {n: found[n] for n in nodes}
-
-    def _silent_enough(self, read: PassRead, cluster: ClusterSettings) -> dict[NodeAddress, float]:
-        """When a node that a pass before found silent has been silent for unresponsive_after_ms
-        (monotonic), for those it reaches during this pass: it is not waited for past then,
-        since its silence is then what evict_unresponsive_nodes acts on, and every moment more
-        is a moment more of the cluster's stalled writes. Only a silence a pass saw counts: that
-        pass waited its whole probe time, so a node that answers within the monitor's timeouts
-        was heard then. A node silent longer than that before this pass is waited for in full
-        (its answer is how it comes back)."""
-        if cluster.unresponsive_after_ms <= 0:
-            return {}
-        now, mono = self.clock(), time.monotonic()
-        found = {}
-        for node, memory in read.memory.items():
-            at = unresponsive_at(memory, cluster)
-            if at is not None and at > now:
-                found[node] = mono + (at - now)  # the collector's clock
-        return found
 
     def _decide(
         self,
@@ -355,7 +310,7 @@ class PassRunner:
             in_use=pool,
             now=now,
             interval_s=self.settings.run.interval_ms / 1000,
-            probe_wait_s=self._silent_probe_wait_s(),
+            probe_wait_s=silent_probe_wait_s(self.settings),
             timeouts=timeouts,
         )
         kept = self._kept
