@@ -390,17 +390,7 @@ class EarlyReads:
 
 def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
     # loaded by the first pass that may evict: the scheduler's usual pass imports neither
-    from galera_checker.eviction import (
-        clearings,
-        evictions,
-        identities,
-        in_primary,
-        needs_view,
-        stall_wait,
-        still_evicted,
-        stranded,
-        unresponsive_members,
-    )
+    from galera_checker.eviction import clearings, needs_view, still_evicted, stranded
 
     options = after.cluster
     cluster = options.name
@@ -408,28 +398,11 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
         # a new process (each scheduler pass): the latency an earlier one measured
         samples, memory.measured_at = after.store.causal_latency(cluster)
         memory.samples.extend(samples)
-    known = memory.known
-    # the uuids the state file kept (a scheduler pass is a new process) and this pass's
-    known.update({n: m.identity for n, m in after.decision.memory.items() if m.identity})
-    known.update(identities(after.probes))
-    if after.decision.blind:
-        return ActionsDone()
-    roster = after.decision.roster.addresses
-    writers = after.decision.assignment.writers
-    wanted = (
-        evictions(after.probes, roster, known, writers) if options.evict_dead_nodes else ()
-    ) + unresponsive_members(
-        after.probes,
-        roster,
-        after.decision.memory,
-        known,
-        writers,
-        now=calls.monotonic(),
-        after_ms=options.unresponsive_after_ms,
-    )
-    if after.persistent and after.acting:
-        _early(calls, memory, after, wanted, known=known, writers=writers)
+    wanted = _wanted(calls, memory, after)
+    if wanted is None:
+        return ActionsDone()  # a blind pass: nothing to act on
     throttles = _throttles_of(memory, after)
+    roster = after.decision.roster.addresses
     evicted = after.store.evicted(cluster)  # what this checker evicted, and which node
     stuck = stranded(after.probes, roster, evicted)
     said: list[str] = [
@@ -438,18 +411,11 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
         for node in stuck
     ]
     if not after.acting:
-        said += [
-            f"would evict {e.node} through {e.survivor} ({e.reason}"
-            f"{' and the others stalled on it' if e.unresponsive else ''})"
-            if e.allowed
-            else f"would not evict {e.node} ({e.reason}): {e.withheld}"
-            for e in wanted
-        ]
-        return ActionsDone(tuple(said), stranded=stuck)
+        return ActionsDone((*said, *_would(wanted)), stranded=stuck)
     # the lists are read from the members themselves, whatever the state file says
     members: set[str] | None = None
     failed: list[str] = []
-    survivor = next((n for n in sorted(roster) if in_primary(after.probes.get(n))), None)
+    survivor = next((n for n in sorted(roster) if _in_primary(after, n)), None)
     if survivor is not None and needs_view(after.probes, roster):
         members, why = calls.view(survivor)
         if members is None:
@@ -459,77 +425,168 @@ def _act(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> ActionsDone:
             )
     clear = clearings(after.probes, roster, members)
     ours = still_evicted(after.probes, roster, evicted)
-    done = unresponsive = 0
-    now = calls.monotonic()
+    round_ = _Round(calls, memory, after, ours, said=said, failed=failed)
     for eviction, went in memory.take_finished():  # done off an earlier pass
-        _note(eviction, went, memory, ours, said=said, failed=failed)
-        done += went.uuid is not None
-        unresponsive += went.uuid is not None and eviction.unresponsive
+        round_.noted(eviction, went)
     for eviction in wanted:
-        node = eviction.node
+        round_.evict(eviction)
+    for clearing in clear:
+        round_.clear(clearing)
+    if options.unresponsive_after_ms > 0 and not wanted:
+        round_.failed += _measure(calls, memory, after, roster)
+    for failure in (
+        after.store.record_evicted(cluster, round_.ours),
+        _keep_throttles(memory, after, throttles, round_.now),
+    ):
+        if failure:
+            round_.failed.append(failure)
+    return round_.done(stuck)
+
+
+def _in_primary(after: AfterPass, node: NodeAddress) -> bool:
+    from galera_checker.eviction import in_primary
+
+    return in_primary(after.probes.get(node))
+
+
+def _wanted(calls: _Calls, memory: ClusterMemory, after: AfterPass) -> list[Eviction] | None:
+    """The evictions this pass's probes ask for (None: a blind pass, which acts on nothing);
+    the uuids the state file kept (a scheduler pass is a new process) and this pass's are
+    learnt first, and a daemon's early causal reads started."""
+    from galera_checker.eviction import evictions, identities, unresponsive_members
+
+    options = after.cluster
+    known = memory.known
+    known.update({n: m.identity for n, m in after.decision.memory.items() if m.identity})
+    known.update(identities(after.probes))
+    if after.decision.blind:
+        return None
+    roster = after.decision.roster.addresses
+    writers = after.decision.assignment.writers
+    wanted = [
+        *(evictions(after.probes, roster, known, writers) if options.evict_dead_nodes else ()),
+        *unresponsive_members(
+            after.probes,
+            roster,
+            after.decision.memory,
+            known,
+            writers,
+            now=calls.monotonic(),
+            after_ms=options.unresponsive_after_ms,
+        ),
+    ]
+    if after.persistent and after.acting:
+        _early(calls, memory, after, wanted, known=known, writers=writers)
+    return wanted
+
+
+def _would(wanted: Sequence[Eviction]) -> list[str]:
+    """What a pass that does not act (dry run, standby, paused) says it would do."""
+    return [
+        f"would evict {e.node} through {e.survivor} ({e.reason}"
+        f"{' and the others stalled on it' if e.unresponsive else ''})"
+        if e.allowed
+        else f"would not evict {e.node} ({e.reason}): {e.withheld}"
+        for e in wanted
+    ]
+
+
+class _Round:
+    """One acting pass's evictions and clearings, and what it says of them."""
+
+    def __init__(
+        self,
+        calls: _Calls,
+        memory: ClusterMemory,
+        after: AfterPass,
+        ours: dict[str, str],
+        *,
+        said: list[str],
+        failed: list[str],
+    ) -> None:
+        self.calls, self.memory, self.after = calls, memory, after
+        self.ours = ours  # the uuids this checker evicted and still sees out, with their nodes
+        self.said, self.failed = said, failed
+        self.evicted = self.unresponsive = 0
+        self.now = calls.monotonic()
+
+    def noted(self, eviction: Eviction, went: _Evicted) -> None:
+        _note(eviction, went, self.memory, self.ours, said=self.said, failed=self.failed)
+        self.evicted += went.uuid is not None
+        self.unresponsive += went.uuid is not None and eviction.unresponsive
+
+    def evict(self, eviction: Eviction) -> None:
+        """One wanted eviction: said (withheld), left (asked a moment ago), off the pass (a
+        daemon's silent member), after the pass (a scheduler's), or done now."""
+        from galera_checker.eviction import stall_wait
+
+        memory, node, now = self.memory, eviction.node, self.now
         if not eviction.allowed:
             # said once per RETRY_S; the eviction itself is not put off: survivors that
             # disagree for a moment (a view change) may agree in the next pass
             if now - memory.withheld.get(node, -RETRY_S) >= RETRY_S:
                 memory.withheld[node] = now
-                said.append(f"not evicting {node} ({eviction.reason}): {eviction.withheld}")
-            continue
+                self.said.append(f"not evicting {node} ({eviction.reason}): {eviction.withheld}")
+            return
         if now - memory.tried.get(node, -RETRY_S) < RETRY_S:
-            continue  # asked a moment ago: a dead node refuses pass after pass
+            return  # asked a moment ago: a dead node refuses pass after pass
         wait_s, normal = stall_wait(memory.normal_ms())
-        if eviction.unresponsive and after.persistent:
-            # off the pass: the stall wait is the cluster's, whatever the pass has left
-            if not memory.busy():
-                memory.tried[node] = now
-                lock_path = after.store.evict_lock_path(cluster)
-                early, memory.early = memory.early, None
-                if early is not None and (early.node, early.since) != (
-                    node,
-                    _since(after.decision.memory, node),
-                ):
-                    early = None
-                _off_pass(calls, memory, ((eviction, wait_s, normal),), lock_path, early)
-                said.append(
-                    f"eviction of {node} under way: the survivors' causal reads asked off the "
-                    f"pass (stall wait {wait_s * 1000:.0f} ms, {normal})"
-                )
-            continue
-        if eviction.unresponsive or (calls.left() <= 0 and not after.persistent):
-            # a scheduler pass: after it, its lock released, with the wait the cluster needs
-            # (a dead node's eviction only when the pass's deadline left it undone)
+        persistent = self.after.persistent
+        if eviction.unresponsive and persistent:
+            self._off_pass(eviction, wait_s, normal)
+        elif eviction.unresponsive or (self.calls.left() <= 0 and not persistent):
+            self._later(eviction, wait_s, normal)
+        elif self.calls.left() <= 0:
+            self.failed.append(f"eviction of {node} not done: {PAST_DEADLINE}")
+        else:
             memory.tried[node] = now
-            _leave_for_later(calls, memory, after, (eviction, wait_s, normal))
-            said.append(
-                f"eviction of {node} after this pass: the survivors' causal reads asked once the "
-                f"pass is over (stall wait {wait_s * 1000:.0f} ms, {normal})"
-                if eviction.unresponsive
-                else f"eviction of {node} after this pass: the pass's deadline "
-                "(run.max_runtime_ms) came first"
-            )
-            continue
-        if calls.left() <= 0:
-            failed.append(f"eviction of {node} not done: {PAST_DEADLINE}")
-            continue
-        memory.tried[node] = now
-        went = calls.evict(eviction, wait_s, normal)
-        _note(eviction, went, memory, ours, said=said, failed=failed)
-        done += went.uuid is not None
-        unresponsive += went.uuid is not None and eviction.unresponsive
-    for clearing in clear:
-        if calls.left() <= 0:
-            failed.append(f"clearing the eviction list of {clearing.node}: {PAST_DEADLINE}")
-            continue
-        text, cleared = calls.clear(clearing)
-        (said if cleared else failed).append(text)
-    if options.unresponsive_after_ms > 0 and not wanted:
-        failed += _measure(calls, memory, after, roster)
-    for failure in (
-        after.store.record_evicted(cluster, ours),
-        _keep_throttles(memory, after, throttles, now),
-    ):
-        if failure:
-            failed.append(failure)
-    return ActionsDone(tuple(said), tuple(failed), done, unresponsive, stuck)
+            self.noted(eviction, self.calls.evict(eviction, wait_s, normal))
+
+    def _off_pass(self, eviction: Eviction, wait_s: float, normal: str) -> None:
+        """A daemon's silent member: the stall wait is the cluster's, whatever the pass has
+        left, so the causal reads and the eviction go on off the pass."""
+        memory, node, after = self.memory, eviction.node, self.after
+        if memory.busy():
+            return
+        memory.tried[node] = self.now
+        lock_path = after.store.evict_lock_path(after.cluster.name)
+        early, memory.early = memory.early, None
+        if early is not None and (early.node, early.since) != (
+            node,
+            _since(after.decision.memory, node),
+        ):
+            early = None
+        _off_pass(self.calls, memory, ((eviction, wait_s, normal),), lock_path, early)
+        self.said.append(
+            f"eviction of {node} under way: the survivors' causal reads asked off the "
+            f"pass (stall wait {wait_s * 1000:.0f} ms, {normal})"
+        )
+
+    def _later(self, eviction: Eviction, wait_s: float, normal: str) -> None:
+        """A scheduler pass: after it, its lock released, with the wait the cluster needs (a
+        dead node's eviction only when the pass's deadline left it undone)."""
+        node = eviction.node
+        self.memory.tried[node] = self.now
+        _leave_for_later(self.calls, self.memory, self.after, (eviction, wait_s, normal))
+        self.said.append(
+            f"eviction of {node} after this pass: the survivors' causal reads asked once the "
+            f"pass is over (stall wait {wait_s * 1000:.0f} ms, {normal})"
+            if eviction.unresponsive
+            else f"eviction of {node} after this pass: the pass's deadline "
+            "(run.max_runtime_ms) came first"
+        )
+
+    def clear(self, clearing: Clearing) -> None:
+        if self.calls.left() <= 0:
+            self.failed.append(f"clearing the eviction list of {clearing.node}: {PAST_DEADLINE}")
+            return
+        text, cleared = self.calls.clear(clearing)
+        (self.said if cleared else self.failed).append(text)
+
+    def done(self, stuck: tuple[NodeAddress, ...]) -> ActionsDone:
+        return ActionsDone(
+            tuple(self.said), tuple(self.failed), self.evicted, self.unresponsive, stuck
+        )
 
 
 Throttles = tuple[dict[NodeAddress, float], dict[NodeAddress, float]]

@@ -8,7 +8,7 @@ makes a reader (Galera nodes are all writable unless someone says otherwise).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -104,14 +104,9 @@ def judge(
     def verdict(state: State, reason: str, *, hard: bool = False, drain: bool = False) -> Verdict:
         return Verdict(node, state, reason, writable, hard, drain, segment, queue)
 
-    status = facts.get("wsrep_cluster_status")
-    if status is None:
-        return verdict(State.DOWN, "not a Galera node (no wsrep_cluster_status)", hard=True)
-    if status != "Primary":  # G2
-        return verdict(State.DOWN, f"wsrep_cluster_status={status}", hard=True)
-    for name in ("wsrep_ready", "wsrep_connected"):
-        if not _on(facts.get(name)):
-            return verdict(State.DOWN, f"{name}={facts.get(name)}", hard=True)
+    down = _out_of_primary(facts)  # G2
+    if down is not None:
+        return verdict(State.DOWN, down, hard=True)
     maint = facts.get("pxc_maint_mode")
     if maint is not None and maint.upper() != "DISABLED":  # G3, PXC only
         return verdict(State.MAINTENANCE, f"pxc_maint_mode={maint}", hard=True, drain=True)
@@ -121,17 +116,7 @@ def judge(
     local_state = _int(facts.get("wsrep_local_state"))
     comment = facts.get("wsrep_local_state_comment") or _STATE_NAMES.get(local_state or 0, "?")
     if local_state == 2:  # G5
-        if _on(facts.get("wsrep_desync")):
-            return verdict(
-                State.OFFLINE, f"desynced (wsrep_desync=ON, {comment})", hard=True, drain=True
-            )
-        if _on(facts.get("wsrep_sst_donor_rejects_queries")):
-            return verdict(
-                State.OFFLINE,
-                "donor rejecting queries (wsrep_sst_donor_rejects_queries=ON)",
-                hard=True,
-            )
-        return verdict(State.LAST_RESORT, f"donor ({comment}): last resort only", drain=True)
+        return _donor(facts, comment, verdict)
     if local_state != 4:  # G6
         return verdict(State.OFFLINE, f"wsrep_local_state={local_state} ({comment})")
     if lagging(queue, max_transactions_behind, was_lagging):  # G7
@@ -144,6 +129,33 @@ def judge(
     if not writable:  # G8
         return verdict(State.HEALTHY, "read_only=ON: may read, may not write", drain=True)
     return verdict(State.HEALTHY, "synced", drain=True)  # G9
+
+
+def _out_of_primary(facts: GaleraFacts) -> str | None:
+    """Why a node that answered serves no Primary component (G2), or None."""
+    status = facts.get("wsrep_cluster_status")
+    if status is None:
+        return "not a Galera node (no wsrep_cluster_status)"
+    if status != "Primary":
+        return f"wsrep_cluster_status={status}"
+    for name in ("wsrep_ready", "wsrep_connected"):
+        if not _on(facts.get(name)):
+            return f"{name}={facts.get(name)}"
+    return None
+
+
+def _donor(facts: GaleraFacts, comment: str, verdict: Callable[..., Verdict]) -> Verdict:
+    """G5: a donor (or a node desynced by hand) serves only as the last resort, or not at all
+    while it rejects queries."""
+    if _on(facts.get("wsrep_desync")):
+        return verdict(
+            State.OFFLINE, f"desynced (wsrep_desync=ON, {comment})", hard=True, drain=True
+        )
+    if _on(facts.get("wsrep_sst_donor_rejects_queries")):
+        return verdict(
+            State.OFFLINE, "donor rejecting queries (wsrep_sst_donor_rejects_queries=ON)", hard=True
+        )
+    return verdict(State.LAST_RESORT, f"donor ({comment}): last resort only", drain=True)
 
 
 def facts_of(probe: ProbeResult | None) -> GaleraFacts | None:
