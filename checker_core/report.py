@@ -10,6 +10,7 @@ from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerSt
 from checker_core.passes.result import Outcome, PassResult
 
 if TYPE_CHECKING:
+    from checker_core.core.decide import Decision
     from checker_core.passes.plugin import LaterActions
 
 _SHORT = {
@@ -25,68 +26,84 @@ def summary(result: PassResult) -> str:
     head = f"cluster {result.cluster}: "
     if result.decision is None:
         return head + result.message
+    counts = ", ".join(f"{k} {v}" for k, v in result.verdict_counts().items())
+    notes = "".join(f"; {note}" for note in _notes(result, result.decision))
+    return (
+        f"{head}{_action(result, result.decision)}; {_writer_text(result)}{notes}; {counts}; "
+        f"{result.duration_ms:.0f} ms"
+    )
+
+
+def _writer_text(result: PassResult) -> str:
     before = tuple(result.layout.writers) if result.layout else ()
     writers = ", ".join(map(str, result.writers)) or "none"
     was = ", ".join(map(str, before)) or "none"
     if before == tuple(result.writers):
-        writer_text = f"writer {writers}"
-    elif result.plan_live or result.outcome is Outcome.PLANNED:
-        writer_text = f"writer {writers} (was {was})"
-    else:
-        # nothing went live: ProxySQL still routes to the writer it had
-        writer_text = f"writer {was} (planned {writers})"
-    changes = len(result.decision.plan.changes)
-    if result.outcome is Outcome.CHANGED:
-        action = f"{changes} change(s) loaded" if changes else "roster loaded, no other change"
-    elif result.outcome is Outcome.UNCHANGED:
-        action = "no change"
-    elif result.outcome is Outcome.PAUSED:
-        action = f"paused, {changes} change(s) not applied"
-    elif result.outcome is Outcome.PLANNED:
-        action = f"{changes} change(s) planned, not applied"
-    elif result.outcome is Outcome.BLIND:
-        action = result.decision.sight.reason
-    elif result.outcome is Outcome.STANDBY and result.leadership is not None:
-        action = f"{result.leadership.reason}; {changes} change(s) seen, not applied"
-    elif result.outcome in (Outcome.DEFERRED, Outcome.CLOCK_SKEW):
-        action = f"{changes} change(s) not applied yet: {result.message}"
-    else:
-        action = result.message
-    counts = ", ".join(f"{k} {v}" for k, v in result.verdict_counts().items())
-    notes = "".join(f"; {b.describe()}" for b in result.brownouts())
-    if result.decision.sight.reason and result.outcome is not Outcome.BLIND:
-        notes += f"; {result.decision.sight.reason}"
-    if result.role is Role.ACTING and result.leadership is not None:
-        notes += f"; {result.leadership.reason}"
-    if result.leadership is not None and result.leadership.split:
-        notes += "; ProxySQL Cluster split (see warning)"
-    shunned = [
-        n for n in (result.layout.shunned_writers if result.layout else ()) if n in result.writers
-    ]
+        return f"writer {writers}"
+    if result.plan_live or result.outcome is Outcome.PLANNED:
+        return f"writer {writers} (was {was})"
+    # nothing went live: ProxySQL still routes to the writer it had
+    return f"writer {was} (planned {writers})"
+
+
+def _action(result: PassResult, decision: Decision) -> str:
+    changes = len(decision.plan.changes)
+    outcome = result.outcome
+    if outcome is Outcome.CHANGED:
+        return f"{changes} change(s) loaded" if changes else "roster loaded, no other change"
+    if outcome is Outcome.BLIND:
+        return decision.sight.reason
+    if outcome is Outcome.STANDBY and result.leadership is not None:
+        return f"{result.leadership.reason}; {changes} change(s) seen, not applied"
+    if outcome in (Outcome.DEFERRED, Outcome.CLOCK_SKEW):
+        return f"{changes} change(s) not applied yet: {result.message}"
+    said = {
+        Outcome.UNCHANGED: "no change",
+        Outcome.PAUSED: f"paused, {changes} change(s) not applied",
+        Outcome.PLANNED: f"{changes} change(s) planned, not applied",
+    }
+    return said.get(outcome, result.message)
+
+
+def _notes(result: PassResult, decision: Decision) -> list[str]:
+    """What the pass line adds after its writer, in this order."""
+    notes = [b.describe() for b in result.brownouts()]
+    if decision.sight.reason and result.outcome is not Outcome.BLIND:
+        notes.append(decision.sight.reason)
+    leadership = result.leadership
+    if result.role is Role.ACTING and leadership is not None:
+        notes.append(leadership.reason)
+    if leadership is not None and leadership.split:
+        notes.append("ProxySQL Cluster split (see warning)")
+    layout = result.layout
+    shunned = [n for n in (layout.shunned_writers if layout else ()) if n in result.writers]
     if shunned:
-        notes += (
-            f"; writer {', '.join(map(str, shunned))} SHUNNED by ProxySQL itself "
+        notes.append(
+            f"writer {', '.join(map(str, shunned))} SHUNNED by ProxySQL itself "
             "(left for ProxySQL to bring back)"
         )
-    if result.decision.assignment.why_readers:
-        notes += f"; {result.decision.assignment.why_readers}"
-    if result.layout is not None and result.layout.leaving:
-        notes += "; leaving ProxySQL once its clients let go: " + ", ".join(
-            f"{r.node} in hostgroup {r.hostgroup_id} "
-            f"({result.leaving_in_use.get((r.hostgroup_id, r.node), 0)} connection(s) in use)"
-            for r in result.layout.leaving
+    if decision.assignment.why_readers:
+        notes.append(decision.assignment.why_readers)
+    if layout is not None and layout.leaving:
+        notes.append(
+            "leaving ProxySQL once its clients let go: "
+            + ", ".join(
+                f"{r.node} in hostgroup {r.hostgroup_id} "
+                f"({result.leaving_in_use.get((r.hostgroup_id, r.node), 0)} connection(s) in use)"
+                for r in layout.leaving
+            )
         )
     if result.applied is not None and result.applied.saved and not result.applied.loaded:
-        notes += "; SAVE MYSQL SERVERS TO DISK retried and done"
+        notes.append("SAVE MYSQL SERVERS TO DISK retried and done")
     if result.assumed:
-        notes += f"; what-if: assuming {', '.join(result.assumed)}"
-    notes += "".join(f"; {said}" for said in result.node_actions)
-    notes += "".join(f"; warning: {a.text}" for a in result.advice if a.warning)
-    if result.decision.adopted:
-        nodes = len({r.node for r in result.decision.adopted})
-        hostgroups = sorted({r.hostgroup_id for r in result.decision.adopted})
-        notes += f"; roster of {nodes} node(s) adopted into empty templates {hostgroups}"
-    return f"{head}{action}; {writer_text}{notes}; {counts}; {result.duration_ms:.0f} ms"
+        notes.append(f"what-if: assuming {', '.join(result.assumed)}")
+    notes += result.node_actions
+    notes += [f"warning: {a.text}" for a in result.advice if a.warning]
+    if decision.adopted:
+        nodes = len({r.node for r in decision.adopted})
+        hostgroups = sorted({r.hostgroup_id for r in decision.adopted})
+        notes.append(f"roster of {nodes} node(s) adopted into empty templates {hostgroups}")
+    return notes
 
 
 def placements(rows: Iterable[ServerRow], hostgroups: Hostgroups, node: NodeAddress) -> str:
