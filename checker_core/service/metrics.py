@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CollectorRegistry,
@@ -22,6 +23,10 @@ from checker_core.core.model import NodeAddress
 from checker_core.core.verdict import State
 from checker_core.passes.result import Outcome, PassResult
 from checker_core.service.health import SUCCESSFUL
+
+if TYPE_CHECKING:
+    from checker_core.core.decide import Decision
+    from checker_core.core.roster import LiveLayout
 
 PREFIX = "proxysql_checker_"
 PASS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -219,6 +224,15 @@ class DaemonMetrics:
         self._counter("early_passes").labels(cause).inc()
 
     def observe(self, result: PassResult, finished_at: float) -> None:
+        self._observe_pass(result, finished_at)
+        decision, layout = result.decision, result.layout
+        if decision is None or layout is None:
+            return  # nothing new is known of the nodes; their series keep the last pass's values
+        writers = self._observe_cluster(result, decision, layout)
+        self._observe_nodes(result, decision, writers)
+
+    def _observe_pass(self, result: PassResult, finished_at: float) -> None:
+        """The series every pass moves, whatever it got to."""
         name = result.cluster
         self._counter("passes").labels(name, result.outcome.label).inc()
         self._outcomes.setdefault(name, set()).add(result.outcome.label)
@@ -238,9 +252,12 @@ class DaemonMetrics:
             )
             if probe.error is not None:
                 self._counter("probe_errors").labels(name, str(node)).inc()
-        decision, layout = result.decision, result.layout
-        if decision is None or layout is None:
-            return  # nothing new is known of the nodes; their series keep the last pass's values
+
+    def _observe_cluster(
+        self, result: PassResult, decision: Decision, layout: LiveLayout
+    ) -> tuple[NodeAddress, ...]:
+        """The cluster's role, readiness, LOADs and failovers; the writers routed now."""
+        name = result.cluster
         leadership = result.leadership
         self._gauge("acting").labels(name).set(0 if result.outcome is Outcome.STANDBY else 1)
         split = leadership is not None and leadership.split is not None
@@ -250,14 +267,20 @@ class DaemonMetrics:
         if readiness is not None:
             self._gauge("failover_ready").labels(name).set(1 if readiness.ready else 0)
         loaded = bool(result.applied and result.applied.loaded)
-        writers = result.writers if loaded else tuple(layout.writers)
+        writers = tuple(result.writers if loaded else layout.writers)
         if loaded:
             self._counter("loads").labels(name).inc()
             self._counter("changes_applied").labels(name).inc(len(decision.plan.changes))
             if is_failover(self._writers.get(name) or tuple(layout.writers), writers):
                 self._counter("failovers").labels(name).inc()
         if writers:
-            self._writers[name] = tuple(writers)
+            self._writers[name] = writers
+        return writers
+
+    def _observe_nodes(
+        self, result: PassResult, decision: Decision, writers: tuple[NodeAddress, ...]
+    ) -> None:
+        name = result.cluster
         for node, verdict in decision.verdicts.items():
             label = str(node)
             self._gauge("writer").labels(name, label).set(1 if node in writers else 0)

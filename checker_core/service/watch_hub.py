@@ -333,6 +333,29 @@ class WatchHub:
         return gone
 
     def _poll(self, timeout_s: float) -> None:
+        asked = self._follow_all()
+        # epoll rounds the timeout up to a whole millisecond: no spin until the next round
+        events = self._poller.poll(timeout_s)
+        closed: dict[Watcher, list[NodeAddress]] = {}
+        for fd, _ in events:
+            if fd == self._wake_r:
+                with contextlib.suppress(OSError):
+                    os.read(self._wake_r, 4096)
+            elif fd in asked:
+                out = asked[fd].out
+                if out is not None:
+                    out.on_event(fd)
+            else:
+                self._idle_event(fd, closed)
+        for watcher, nodes in closed.items():
+            for node in nodes:
+                watcher.prober.discard(node)
+            watcher.closed = tuple(sorted(nodes))
+            self._heard(watcher, None)
+
+    def _follow_all(self) -> dict[int, Watcher]:
+        """epoll follows the idle connections and those with a question out; the latter, by
+        descriptor, are returned."""
         self._listen()
         touched, self._touched = self._touched, set()
         idle = self._idle
@@ -348,32 +371,18 @@ class WatchHub:
             for fd in asked.keys() ^ self._asked.keys():
                 self._follow(fd, fd in idle or fd in asked, again=False)
             self._asked = asked
-        # epoll rounds the timeout up to a whole millisecond: no spin until the next round
-        events = self._poller.poll(timeout_s)
-        closed: dict[Watcher, list[NodeAddress]] = {}
-        for fd, _ in events:
-            if fd == self._wake_r:
-                with contextlib.suppress(OSError):
-                    os.read(self._wake_r, 4096)
-                continue
-            if fd in asked:
-                out = asked[fd].out
-                if out is not None:
-                    out.on_event(fd)
-                continue
-            found = idle.get(fd)
-            # only a connection that is still the node's idle one speaks for its server: one a
-            # probe took since, or one a late probe replaced, says nothing of the server
-            if found is None:
-                continue
-            watcher, node, conn = found
-            if watcher.prober.still_idle(node, conn):
-                closed.setdefault(watcher, []).append(node)
-        for watcher, nodes in closed.items():
-            for node in nodes:
-                watcher.prober.discard(node)
-            watcher.closed = tuple(sorted(nodes))
-            self._heard(watcher, None)
+        return asked
+
+    def _idle_event(self, fd: int, closed: dict[Watcher, list[NodeAddress]]) -> None:
+        """An idle connection spoke: its server closed it. Only a connection that is still the
+        node's idle one speaks for its server: one a probe took since, or one a late probe
+        replaced, says nothing of the server."""
+        found = self._idle.get(fd)
+        if found is None:
+            return
+        watcher, node, conn = found
+        if watcher.prober.still_idle(node, conn):
+            closed.setdefault(watcher, []).append(node)
 
     def _follow(self, fd: int, wanted: bool, *, again: bool) -> None:
         """Have the descriptor watched or not; `again`: it may name another socket now."""
