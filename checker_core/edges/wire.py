@@ -131,32 +131,43 @@ def read_answer(buf: bytes) -> tuple[RawResult, ...] | None:
             continue
         if first[0] == _LOCAL_INFILE:
             raise ProtocolError("LOCAL INFILE is not asked for")
-        width, _ = _lenenc(first, 0)
-        if width is None or at + width >= count:
+        read = _result_set(packets, at, first, results)
+        if read is None:
             return None
-        columns = _columns(packets[at : at + width])
-        at += width
-        if not _is_eof(packets[at]):
-            raise ProtocolError("no EOF after the column definitions")
+        at, more = read
+        if not more:
+            return _whole(results, at, count, partial)
+    return None
+
+
+def _result_set(
+    packets: list[bytes], at: int, first: bytes, results: list[RawResult]
+) -> tuple[int, bool] | None:
+    """A result set whose first packet is `first` (its rows from `at` on), added to `results`:
+    where the packet after it is and whether more results follow; None while incomplete."""
+    count = len(packets)
+    width, _ = _lenenc(first, 0)
+    if width is None or at + width >= count:
+        return None
+    columns = _columns(packets[at : at + width])
+    at += width
+    if not _is_eof(packets[at]):
+        raise ProtocolError("no EOF after the column definitions")
+    at += 1
+    rows: list[tuple[bytes | None, ...]] = []
+    while at < count:
+        packet = packets[at]
         at += 1
-        rows: list[tuple[bytes | None, ...]] = []
-        while at < count:
-            packet = packets[at]
-            at += 1
-            if packet[:1] == b"\xff":
-                # an error part way through the rows ends the answer
-                results.append(RawResult(columns, tuple(rows)))
-                results.append(RawResult(error=packet))
-                return _whole(results, at, count, partial)
-            if _is_eof(packet):
-                results.append(RawResult(columns, tuple(rows)))
-                status = int.from_bytes(packet[3:5], "little") if len(packet) >= 5 else 0
-                if status & SERVER_MORE_RESULTS_EXISTS:
-                    break
-                return _whole(results, at, count, partial)
-            rows.append(_row(packet, width))
-        else:
-            return None
+        if packet[:1] == b"\xff":
+            # an error part way through the rows ends the answer
+            results.append(RawResult(columns, tuple(rows)))
+            results.append(RawResult(error=packet))
+            return at, False
+        if _is_eof(packet):
+            results.append(RawResult(columns, tuple(rows)))
+            status = int.from_bytes(packet[3:5], "little") if len(packet) >= 5 else 0
+            return at, bool(status & SERVER_MORE_RESULTS_EXISTS)
+        rows.append(_row(packet, width))
     return None
 
 
