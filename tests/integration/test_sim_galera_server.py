@@ -15,7 +15,7 @@ import pytest
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.verdict import State
-from galera_checker.actions import EVICT_SQL, MEMBER_QUERIES
+from galera_checker.node_calls import EVICT_SQL, MEMBER_QUERIES
 from galera_checker.policy import judge
 from galera_checker.probe import probe
 from tests.lab.simnodes import SimNodes

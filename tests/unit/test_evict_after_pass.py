@@ -27,7 +27,8 @@ from checker_core.passes.plugin import (
     CheckerKind,
     LaterActions,
 )
-from galera_checker.actions import CAUSAL_READ, EVICT_SQL, GaleraActions
+from galera_checker.actions import GaleraActions
+from galera_checker.node_calls import CAUSAL_READ, EVICT_SQL
 from galera_checker.policy import GaleraPolicy
 from tests.unit.config_cases import galera_runner
 from tests.unit.fakes import HealthyProber, MemoryAdmin, ports

@@ -14,7 +14,8 @@ from typing import Any
 
 from checker_core.core.model import NodeAddress
 from checker_core.passes.plugin import AfterPass
-from galera_checker.actions import CAUSAL_READ, GaleraActions
+from galera_checker.actions import GaleraActions
+from galera_checker.node_calls import CAUSAL_READ
 from tests.unit.galera_cases import N1, N2, N3
 from tests.unit.test_unresponsive import after, alive, evicted_on
 

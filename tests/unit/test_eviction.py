@@ -19,7 +19,7 @@ from checker_core.core.schema import Checker
 from checker_core.edges.memory import StateStore
 from checker_core.edges.node_admin import NoNodeAdmin
 from checker_core.passes.plugin import AfterPass
-from galera_checker.actions import EVICT_SQL, GaleraActions
+from galera_checker.actions import GaleraActions
 from galera_checker.eviction import (
     Eviction,
     clearings,
@@ -30,6 +30,7 @@ from galera_checker.eviction import (
     still_evicted,
     stranded,
 )
+from galera_checker.node_calls import EVICT_SQL
 from tests.unit.daemon_cases import galera_pass
 from tests.unit.galera_cases import N1, N2, N3, cluster_settings, probe_ok, steady
 

@@ -26,8 +26,9 @@ from checker_core.core.verdict import State
 from checker_core.edges.backend import PendingProbes
 from checker_core.edges.memory import StateStore
 from checker_core.passes.plugin import ActionsDone, AfterPass
-from galera_checker.actions import CAUSAL_READ, EVICT_SQL, GaleraActions
+from galera_checker.actions import GaleraActions
 from galera_checker.eviction import CausalRead, ReadOutcome, stalled_on, unresponsive_members
+from galera_checker.node_calls import CAUSAL_READ, EVICT_SQL
 from galera_checker.policy import GaleraPolicy
 from tests.unit.fakes import HealthyProber
 from tests.unit.galera_cases import (
