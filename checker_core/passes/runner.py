@@ -288,15 +288,8 @@ class PassRunner:
         watched = {r.hostgroup_id for r in layout.leaving} | {hg for hg, _ in layout.drains}
         pool = read.admin.connections_in_use(watched) if watched else {}
         now = self.clock()
-        memory = read.memory
         monitor = self.settings.monitor
-        if self.silence_seen:
-            # what the daemon's watch saw between passes: questions left unanswered for the
-            # whole read timeout, by nodes this pass did not hear either (silent, or unheard),
-            # count their silence from when they were asked, and among their unanswered time
-            silent = {n for n, p in probes.items() if p.how_failed in STILL_UNANSWERED}
-            memory = with_silence(memory, self.silence_seen, silent, monitor.read_timeout_ms)
-            self.silence_seen = {}
+        memory = self._with_watch_silence(read.memory, probes)
         # a node unheard pass after pass has had its whole timeout over its probes in a row
         timeouts = ProbeTimeouts(monitor.connect_timeout_ms / 1000, monitor.read_timeout_ms / 1000)
         probes = promote_unheard(probes, memory, timeouts)
@@ -313,28 +306,18 @@ class PassRunner:
             probe_wait_s=silent_probe_wait_s(self.settings),
             timeouts=timeouts,
         )
-        kept = self._kept
+        kept, policy = self._kept, self.kind.policy
         decision = (
             kept.decision(
-                read.view,
-                cluster,
-                probes,
-                memory,
-                policy=self.kind.policy,
-                decide=lambda raw: made(raw=raw),
+                read.view, cluster, probes, memory, policy=policy, decide=lambda r: made(raw=r)
             )
             if kept
             else made()
         )
-        inputs = PassInputs(self.kind.policy, read.view, memory, cluster, now)
+        inputs = PassInputs(policy, read.view, memory, cluster, now)
         progress.inputs = inputs
-        roster = read.view.roster.addresses
-        assumed = {n: a for n, a in self.assumed.items() if n in roster}
-        if assumed and mode is Mode.DRY_RUN:
-            # the what-if: the decision of the pass that acts on the assumed failures (one it
-            # cannot assume is bad input)
-            progress.assumed = tuple(f"{n} {a.label}" for n, a in sorted(assumed.items()))
-            decision = inputs.what_if(probes).decision(assumed)
+        if mode is Mode.DRY_RUN:
+            decision = self._what_if(inputs, probes, decision, progress)
         progress.decided(decision, layout, probes, pool)
         if self.kind.advisor is not None and not decision.blind:
             advisor = self.kind.advisor
@@ -342,6 +325,35 @@ class PassRunner:
             advice_in = AdviceInput(cluster, probes, variables, self.monotonic())
             progress.advice = advisor.advise(advice_in)
         return decision
+
+    def _with_watch_silence(
+        self, memory: Mapping[NodeAddress, NodeMemory], probes: Mapping[NodeAddress, ProbeResult]
+    ) -> Mapping[NodeAddress, NodeMemory]:
+        """What the daemon's watch saw between passes: questions left unanswered for the whole
+        read timeout, by nodes this pass did not hear either (silent, or unheard), count their
+        silence from when they were asked, and among their unanswered time."""
+        if not self.silence_seen:
+            return memory
+        silent = {n for n, p in probes.items() if p.how_failed in STILL_UNANSWERED}
+        read_timeout_ms = self.settings.monitor.read_timeout_ms
+        seen, self.silence_seen = self.silence_seen, {}
+        return with_silence(memory, seen, silent, read_timeout_ms)
+
+    def _what_if(
+        self,
+        inputs: PassInputs,
+        probes: Mapping[NodeAddress, ProbeResult],
+        decision: Decision,
+        progress: PassProgress,
+    ) -> Decision:
+        """A dry run's what-if: the decision of the pass that acts on the assumed failures
+        (one it cannot assume is bad input)."""
+        roster = inputs.view.roster.addresses
+        assumed = {n: a for n, a in self.assumed.items() if n in roster}
+        if not assumed:
+            return decision
+        progress.assumed = tuple(f"{n} {a.label}" for n, a in sorted(assumed.items()))
+        return inputs.what_if(probes).decision(assumed)
 
     def _plan(
         self, cluster: ClusterSettings, read: PassRead, decision: Decision, progress: PassProgress
