@@ -23,7 +23,7 @@ from checker_core.core.decide import Decision, decide, view_of
 from checker_core.core.hysteresis import with_silence
 from checker_core.core.model import BadInput, NodeAddress
 from checker_core.core.probes import STILL_UNANSWERED, ProbeTimeouts, promote_unheard
-from checker_core.core.statements import ApplyResult, StagingRefused, plan_statements
+from checker_core.core.statements import StagingRefused, plan_statements
 from checker_core.edges.admin_errors import AdminAccessDenied, AdminError, ApplyFailed
 from checker_core.edges.backend import Prober
 from checker_core.edges.deadline import Deadline, PassTimeout
@@ -31,11 +31,11 @@ from checker_core.edges.lock import cluster_lock
 from checker_core.edges.memory import StateStore
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes import gate
+from checker_core.passes.ledger import Ledger
 from checker_core.passes.plugin import AdviceInput, AfterPass, CheckerKind
 from checker_core.passes.proxy_facts import ProxyFacts
 from checker_core.passes.read import PassRead, probe_roster, silent_probe_wait_s
 from checker_core.passes.result import (
-    SAY_WHY_THEY_ENDED,
     Mode,
     Outcome,
     PassInputs,
@@ -99,6 +99,7 @@ class PassRunner:
         self.assumed: Mapping[NodeAddress, Assumed] = dict(assumed or {})
         self.prober = self._new_prober(settings)
         self.facts = ProxyFacts(settings, self.store, persistent, monotonic)
+        self.ledger = Ledger(self.store, settings.run, monotonic)
         self._admin: AdminClient | None = None
         # the cluster's own actions on its nodes: what they keep is this cluster's alone
         self.actions: NodeActions | None = kind.new_actions() if kind.new_actions else None
@@ -138,14 +139,16 @@ class PassRunner:
                 self.store.ensure_dir()
                 held = stack.enter_context(cluster_lock(self.store.lock_path(cluster.name)))
             except OSError as exc:
-                return self._finish(
+                return self.ledger.finish(
                     progress,
                     Outcome.BAD_INPUT,
                     f"bad input, nothing changed: run.state_dir {self.store.state_dir}: "
                     f"cannot create or write its lock file ({exc.strerror or exc})",
                 )
             if not held:
-                return self._finish(progress, Outcome.BUSY, "another pass holds the lock; skipped")
+                return self.ledger.finish(
+                    progress, Outcome.BUSY, "another pass holds the lock; skipped"
+                )
             return self._within_deadline(cluster, mode, progress)
 
     def _within_deadline(
@@ -163,23 +166,25 @@ class PassRunner:
         try:
             return self._pass(cluster, mode, progress, deadline)
         except (BadInput, AdminAccessDenied) as exc:
-            return self._finish(progress, Outcome.BAD_INPUT, f"bad input, nothing changed: {exc}")
+            return self.ledger.finish(
+                progress, Outcome.BAD_INPUT, f"bad input, nothing changed: {exc}"
+            )
         except (ApplyFailed, StagingRefused) as exc:
             self.drop_admin()
             failed = f"apply failed, live rows unchanged: {exc}"
-            return self._finish(progress, Outcome.FAILED, failed)
+            return self.ledger.finish(progress, Outcome.FAILED, failed)
         except (AdminError, PassTimeout) as exc:
             self.drop_admin()
             if progress.loaded:
-                return self._loaded_then_failed(cluster, progress, str(exc))
+                return self.ledger.loaded_then_failed(cluster.name, progress, str(exc))
             said = f"{exc}; nothing loaded" if isinstance(exc, PassTimeout) else str(exc)
-            return self._finish(progress, Outcome.FAILED, said)
+            return self.ledger.finish(progress, Outcome.FAILED, said)
         except Exception as exc:  # the net: still made from what the pass had done
             self.drop_admin()
             failure = f"internal error: {type(exc).__name__}: {exc}"
             if progress.loaded:
-                return self._loaded_then_failed(cluster, progress, failure)
-            return self._finish(progress, Outcome.FAILED, f"{failure}; nothing loaded")
+                return self.ledger.loaded_then_failed(cluster.name, progress, failure)
+            return self.ledger.finish(progress, Outcome.FAILED, f"{failure}; nothing loaded")
         finally:
             if self._admin is not None:
                 self._admin.bound_by(None)  # between passes, nobody's deadline
@@ -196,7 +201,7 @@ class PassRunner:
         run = self.settings.run
         stop = stop or gate.probe_time_left(progress.started, self.monotonic(), run)
         if stop is not None:
-            return self._finish(progress, stop.outcome, stop.reason)
+            return self.ledger.finish(progress, stop.outcome, stop.reason)
         # asked while the probes are under way: for a proxy without peers, the usual case,
         # these questions then cost the pass no wait of their own
         self.facts.refuse_native_manager(read.admin, cluster)
@@ -206,18 +211,18 @@ class PassRunner:
         deadline.check()
         stop = gate.monitor_refused(probes, self.settings.monitor.user)
         if stop is not None:
-            return self._finish(progress, stop.outcome, stop.reason)
+            return self.ledger.finish(progress, stop.outcome, stop.reason)
         decision = self._decide(cluster, mode, read, probes, progress)
         stop = gate.blind(decision)
         if stop is not None:
             # no LOAD, no staging repair, no counter saved: the pass saw nothing to act on
-            return self._finish(progress, stop.outcome, stop.reason)
+            return self.ledger.finish(progress, stop.outcome, stop.reason)
         save_owed = self._plan(cluster, read, decision, progress)
         deadline.check()
         leadership = self._lead(read.admin, listed, decision, mode, progress)
         if mode is not Mode.APPLY:
             self._act_on_nodes(progress, cluster, acting=False)
-            return self._finish(progress, Outcome.PLANNED, "planned")
+            return self.ledger.finish(progress, Outcome.PLANNED, "planned")
         deadline.check()
         paused = self.store.paused(cluster.name)
         stop = gate.may_apply(leadership, decision.plan.needs_load, paused)
@@ -225,7 +230,7 @@ class PassRunner:
             if stop is None and listed and decision.plan.needs_load:
                 stop = self.facts.second_taken(read.admin)
             if stop is not None:
-                return self._hold(cluster, read, decision, stop, progress)
+                return self.ledger.hold(cluster.name, decision, stop, progress)
             self._time_to_apply(deadline, read.admin, progress)
             # the plan made live (S2): staged, read back, one LOAD, then SAVE when persisting
             applied = read.admin.apply(
@@ -238,11 +243,13 @@ class PassRunner:
                 reconnect=functools.partial(self._connect_admin, self.settings, None),
             )
             progress.applied = applied
-        self._after_apply(cluster, read, decision, applied, progress, save_owed=save_owed)
+        self.ledger.after_apply(
+            cluster.name, read.rows, decision, applied, progress, save_owed=save_owed
+        )
         self._act_on_nodes(progress, cluster, acting=True)
         self._put_back_delay(read.admin, cluster.name, progress)
         outcome = Outcome.CHANGED if applied.loaded else Outcome.UNCHANGED
-        return self._finish(progress, outcome, outcome.label)
+        return self.ledger.finish(progress, outcome, outcome.label)
 
     # ------------------------------------------------------------ the steps, in order
 
@@ -391,41 +398,6 @@ class PassRunner:
             progress.warn(f"clock skew, the next LOAD would be held: {leadership.load_wait}")
         return leadership
 
-    def _hold(
-        self,
-        cluster: ClusterSettings,
-        read: PassRead,
-        decision: Decision,
-        stop: gate.Stop,
-        progress: PassProgress,
-    ) -> PassResult:
-        """Nothing written to ProxySQL, staging included (rule S5: an operator's edit staged
-        during a pause stays his); the counters are saved as if nothing had been loaded. Rows
-        a dead pass left half-written are put back by the next pass that acts (apply)."""
-        self._remember(progress, cluster.name, decision.unloaded_memory)
-        return self._finish(progress, stop.outcome, stop.reason)
-
-    def _after_apply(
-        self,
-        cluster: ClusterSettings,
-        read: PassRead,
-        decision: Decision,
-        applied: ApplyResult,
-        progress: PassProgress,
-        *,
-        save_owed: bool,
-    ) -> None:
-        """The counters saved, the SAVE owed or paid, and what the LOAD carried besides ours."""
-        persist = self.settings.run.persist
-        self._remember(progress, cluster.name, decision.memory)
-        if persist and (applied.loaded or save_owed):
-            # disk equal to runtime is part of converged: a failed SAVE is retried next pass
-            self._owe_save(progress, cluster.name, not applied.saved)
-        roster_edits = decision.roster_edits_loaded(read.rows) if applied.loaded else None
-        for said in (roster_edits, applied.save_error):
-            if said:
-                progress.warn(said)
-
     def _act_on_nodes(self, progress: PassProgress, cluster: ClusterSettings, acting: bool) -> None:
         """The checker's actions on the nodes (evictions), after the LOAD: routing first."""
         actions, decision = self.actions, progress.decision
@@ -455,15 +427,6 @@ class PassRunner:
         from checker_core.edges.proxysql_sessions import put_back_leftover
 
         progress.warn_if(put_back_leftover(admin, self.store, cluster))
-
-    def _finish(self, progress: PassProgress, outcome: Outcome, message: str) -> PassResult:
-        now = self.monotonic()
-        limit_ms = self.settings.run.max_runtime_ms
-        spent_ms = (now - progress.started) * 1000
-        if spent_ms > limit_ms and outcome not in SAY_WHY_THEY_ENDED:
-            # whatever ran long (a slow node action, a lost alarm), the pass says so
-            progress.warn(f"the pass took {spent_ms:.0f} ms, over run.max_runtime_ms ({limit_ms})")
-        return progress.result(outcome, message, now)
 
     # ------------------------------------------------------------ what the steps share
 
@@ -515,38 +478,6 @@ class PassRunner:
     def close(self) -> None:
         self.drop_admin()
         self.prober.close()
-
-    def _remember(
-        self, progress: PassProgress, cluster: str, memory: Mapping[NodeAddress, NodeMemory]
-    ) -> None:
-        """The counters saved, once a pass; a state dir that fails (full, unwritable) costs a
-        warning and a retry next pass, never the pass: what it did to ProxySQL stands."""
-        if progress.remembered:
-            return
-        progress.remembered = True
-        progress.state_failed(self.store.save(cluster, memory))
-
-    def _owe_save(self, progress: PassProgress, cluster: str, owed: bool) -> None:
-        progress.state_failed(self.store.owe_save(cluster, owed))
-
-    def _loaded_then_failed(
-        self, cluster: ClusterSettings, progress: PassProgress, failure: str
-    ) -> PassResult:
-        """The LOAD went out and then the pass failed (its deadline, a lost connection): the
-        change is live, so the pass reports it as loaded, remembers its counters, and owes the
-        SAVE it did not finish."""
-        assert progress.decision is not None
-        persist = self.settings.run.persist
-        saved = progress.applied is not None and progress.applied.saved
-        self._remember(progress, cluster.name, progress.decision.memory)
-        after = ""
-        if persist and not saved:
-            after = "; SAVE MYSQL SERVERS TO DISK owed to the next pass"
-            self._owe_save(progress, cluster.name, True)
-        progress.warn(f"{failure} after its LOAD: the change is live{after}")
-        if progress.applied is None:
-            progress.applied = ApplyResult(staged=0, loaded=True, saved=False)
-        return self._finish(progress, Outcome.CHANGED, Outcome.CHANGED.label)
 
 
 def open_admin(settings: Settings, deadline: Deadline | None) -> AdminClient:
