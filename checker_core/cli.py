@@ -430,7 +430,7 @@ def adopt_command(
     """Build the roster templates from the rows the operator already has in the hostgroups."""
     from checker_core.core.model import BadRow
     from checker_core.edges.admin_errors import AdminError
-    from checker_core.edges.lock import cluster_lock
+    from checker_core.edges.lock import cluster_lock, write_lock
     from checker_core.edges.memory import StateStore
     from checker_core.edges.proxysql import AdminClient
 
@@ -463,6 +463,17 @@ def adopt_command(
                         fail(
                             f"cluster {cluster.name}: a pass holds the lock {lock_path}; "
                             "nothing changed, try again",
+                            Exit.FAILED,
+                        )
+                    # and never a LOAD beside another process's apply (the other checker's)
+                    host, port = settings.proxysql.host, settings.proxysql.port
+                    write_path = store.write_lock_path(host, port)
+                    run = settings.run
+                    wait_s = (run.max_runtime_ms + run.interval_ms) / 1000
+                    if not stack.enter_context(write_lock(write_path, wait_s)):
+                        fail(
+                            f"cluster {cluster.name}: another process held the write lock "
+                            f"{write_path} for {wait_s:g} s; nothing changed, try again",
                             Exit.FAILED,
                         )
                     _adopt(

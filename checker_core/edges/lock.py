@@ -42,6 +42,43 @@ def cluster_lock(path: Path) -> Iterator[bool]:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def write_lock(
+    path: Path,
+    timeout_s: float,
+    monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[bool]:
+    """One ProxySQL's write lock, shared by every checker process whose state dir holds it
+    (galera-checker's, gr-checker's, a command's): held from a plan's first staging write to
+    its write-back after the LOAD. ProxySQL's admin has no transactions and a LOAD carries the
+    whole table, so without it one process's LOAD can fall between another's setting an
+    operator's staged edit aside and its writing the edit back, and make the edit live.
+    Waited for `timeout_s` at most; yields False when another process still holds it."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
+    try:
+        end = monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if monotonic() >= end:
+                    yield False
+                    return
+                sleep(min(WAIT_STEP_S, max(0.0, end - monotonic())))
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 def wait_free(
     path: Path,
     timeout_s: float,

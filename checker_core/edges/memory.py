@@ -87,6 +87,11 @@ class StateStore:
     def lock_path(self, cluster: str) -> Path:
         return self._path(cluster, "lock")
 
+    def write_lock_path(self, host: str, port: int) -> Path:
+        """The write lock of the ProxySQL at host:port: no checker's name in it, so that
+        galera-checker and gr-checker sharing this state dir share it too."""
+        return self.state_dir / f"proxysql.{host}_{port}.write.lock"
+
     def evict_lock_path(self, cluster: str) -> Path:
         """The lock of the cluster's evictions done off its pass: one process at a time evicts,
         while the pass's own lock stays free for the next pass."""

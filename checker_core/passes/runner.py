@@ -27,7 +27,7 @@ from checker_core.core.statements import StagingRefused, plan_statements
 from checker_core.edges.admin_errors import AdminAccessDenied, AdminError, ApplyFailed
 from checker_core.edges.backend import Prober
 from checker_core.edges.deadline import Deadline, PassTimeout
-from checker_core.edges.lock import cluster_lock
+from checker_core.edges.lock import cluster_lock, write_lock
 from checker_core.edges.memory import StateStore
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes import gate
@@ -440,12 +440,20 @@ class PassRunner:
 
     @contextlib.contextmanager
     def _write_gate(self, deadline: Deadline) -> Iterator[None]:
-        """This ProxySQL's write gate, waited for no longer than the pass has left (another
-        cluster's apply may hold it)."""
+        """This ProxySQL's write gate (another cluster's apply in this process) and its write
+        lock (another process's: the other checker, a command), waited for no longer than the
+        pass has left."""
         if not self.write_gate.acquire(timeout=deadline.left()):
             raise deadline.cut_short("another cluster's pass held this ProxySQL's write gate")
         try:
-            yield
+            proxysql = self.settings.proxysql
+            path = self.store.write_lock_path(proxysql.host, proxysql.port)
+            with write_lock(path, deadline.left(), self.monotonic) as held:
+                if not held:
+                    raise deadline.cut_short(
+                        f"another process held this ProxySQL's write lock {path}"
+                    )
+                yield
         finally:
             self.write_gate.release()
 

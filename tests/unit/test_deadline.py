@@ -20,6 +20,7 @@ import pytest
 
 from checker_core.core.model import ServerStatus
 from checker_core.edges.deadline import Deadline, PassTimeout
+from checker_core.edges.lock import write_lock
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.result import Mode, Outcome, PassResult
 from checker_core.passes.runner import PassRunner
@@ -266,3 +267,54 @@ def test_a_pass_waits_for_the_write_gate_no_longer_than_its_time(tmp_path: Path)
     assert cut_short(result, 100), result.message
     assert "another cluster's pass held this ProxySQL's write gate" in result.message
     assert admin.writes() == []
+
+
+def test_a_pass_waits_for_another_processs_write_lock_no_longer_than_its_time(
+    tmp_path: Path,
+) -> None:
+    """The other checker (or a command) applying to the same ProxySQL holds its write lock in
+    the shared state dir: this pass's LOAD never falls between that one's set-aside of an
+    operator's edit and its write-back. It waits what it has left, then is cut short."""
+    admin = MemoryAdmin([*templates(), *steady(N1)])
+    runner = retuned(short_runner(tmp_path, admin, ProberSaying({N1}), budget_ms=100), retry_down=1)
+    proxysql = runner.settings.proxysql
+    path = runner.store.write_lock_path(proxysql.host, proxysql.port)
+    holding, release = threading.Event(), threading.Event()
+
+    def other_process() -> None:
+        # a lock of another open file: flock conflicts as it does between processes
+        with write_lock(path, 1.0) as held:
+            assert held
+            holding.set()
+            release.wait(10)
+
+    other = threading.Thread(target=other_process)
+    other.start()
+    try:
+        assert holding.wait(10)
+        result = runner.run(Mode.APPLY)
+    finally:
+        release.set()
+        other.join(10)
+    assert cut_short(result, 100), result.message
+    assert "another process held this ProxySQL's write lock" in result.message
+    assert admin.writes() == []
+    after = runner.run(Mode.APPLY)
+    assert after.outcome is Outcome.CHANGED, after.message
+    assert live_writers(admin) == {N2}
+
+
+def test_the_write_lock_is_one_per_proxysql_whatever_the_checker(tmp_path: Path) -> None:
+    from checker_core.core.schema import Checker
+    from checker_core.edges.memory import StateStore
+
+    galera = StateStore(tmp_path, Checker.GALERA).write_lock_path("127.0.0.1", 6032)
+    gr = StateStore(tmp_path, Checker.GR).write_lock_path("127.0.0.1", 6032)
+    other = StateStore(tmp_path, Checker.GR).write_lock_path("127.0.0.1", 6033)
+    assert galera == gr != other
+    with write_lock(galera, 0.0) as first:
+        assert first
+        with write_lock(gr, 0.05) as second:
+            assert not second, "the other checker's process waits"
+        with write_lock(other, 0.0) as third:
+            assert third, "another ProxySQL's lock is its own"

@@ -15,7 +15,6 @@ import http.client
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -429,7 +428,9 @@ class World:
         ]
         lines += [
             "[run]",
-            f'state_dir = "{where / "state"}"',
+            # one state directory for both checkers, as docs/install.md sets them up: their
+            # write lock of the one ProxySQL is a file there
+            f'state_dir = "{self.state_dir}"',
             f"interval_ms = {self.cadence.interval_ms}",
             f"max_runtime_ms = {self.cadence.max_runtime_ms}",
             'log_format = "json"',
@@ -456,6 +457,10 @@ class World:
         tmp.write_text("\n".join(lines) + "\n")
         tmp.chmod(0o600)
         tmp.replace(daemon.config)
+
+    @property
+    def state_dir(self) -> Path:
+        return self.dir / "state"
 
     def first_of(self, kind: str) -> str | None:
         return next((c.name for c in self.clusters if c.kind == kind), None)
@@ -749,7 +754,7 @@ class World:
     def _pin(self, cluster: str) -> str | None:
         """The writer a switchover pinned, as its file in the state directory says."""
         daemon = self.daemons[self.kind_of(cluster)]
-        path = daemon.config.parent / "state" / f"{daemon.kind}.{cluster}.writer"
+        path = self.state_dir / f"{daemon.kind}.{cluster}.writer"
         try:
             return path.read_text(encoding="utf-8").strip()
         except OSError:
@@ -928,8 +933,11 @@ class World:
             with self._lock:
                 for name in mine:
                     self._pin_moves[name] = self._pin_moves.get(name, 0) + 1
-            shutil.rmtree(daemon.config.parent / "state", ignore_errors=True)
-            # the pause is a file there (docs/troubleshooting.md): it goes with the directory
+            # this checker's files (the other checker's stay: the directory is shared); the
+            # pause is one of them (docs/troubleshooting.md): it goes with them
+            for path in self.state_dir.glob(f"{daemon.kind}.*"):
+                with contextlib.suppress(OSError):
+                    path.unlink()
             for name in mine:
                 judge.resumed(name, self.now())
         daemon.start()
