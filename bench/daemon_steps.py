@@ -37,6 +37,7 @@ from bench.scale_bench import WARM_UP_S, seed, set_changing
 from checker_core.core.schema import Checker
 from checker_core.edges.logs import structlog_logger
 from checker_core.passes import runner as runner_module
+from checker_core.service import cluster_loop as cluster_loop_module
 from checker_core.service import daemon as daemon_module
 from checker_core.service import watch as watch_module
 from checker_core.service import watch_hub as hub_module
@@ -75,11 +76,11 @@ class Steps:
 
 
 def instrument(steps: Steps) -> None:
-    steps.time(daemon_module.ClusterLoop, "run_pass", "loop.run_pass")
+    steps.time(cluster_loop_module.ClusterLoop, "run_pass", "loop.run_pass")
     steps.time(runner_module.PassRunner, "run", "runner.run")
     steps.time(daemon_module, "log_pass", "log_pass")
     steps.time(watch_module.BetweenPasses, "observe", "between.observe")
-    steps.time(daemon_module.ClusterLoop, "wait_next", "loop.wait_next")
+    steps.time(cluster_loop_module.ClusterLoop, "wait_next", "loop.wait_next")
     steps.time(hub_module.WatchHub, "watch", "hub.watch")
     steps.time(hub_module.WatchHub, "release", "hub.release")
     steps.time(hub_module.WatchHub, "_turn", "hub._turn")
