@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from checker_core.core.model import ClusterRows, NodeAddress
     from checker_core.core.probes import ProbeResult
     from checker_core.core.settings import ClusterSettings, Settings
-    from checker_core.edges.backend import PendingProbes, Prober
+    from checker_core.edges.backend import Prober
+    from checker_core.edges.pending import PendingProbes
     from checker_core.edges.proxysql import AdminClient
 
 

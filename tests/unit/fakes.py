@@ -12,7 +12,8 @@ from typing import Any, cast
 from checker_core.core.model import COLUMNS, ClusterRows, NodeAddress, ServerRow, sort_rows
 from checker_core.core.statements import LOAD_SERVERS, SAVE_SERVERS
 from checker_core.edges.admin_errors import AdminQueryFailed
-from checker_core.edges.backend import PendingProbes, Prober
+from checker_core.edges.backend import Prober
+from checker_core.edges.pending import PendingProbes
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.runner import PassRunner
 from tests.unit.galera_cases import probe_down, probe_ok

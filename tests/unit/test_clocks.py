@@ -17,8 +17,8 @@ from checker_core.core.schema import Checker
 from checker_core.core.settings import ClusterSettings
 from checker_core.core.verdict import State, Verdict
 from checker_core.edges import memory as memory_module
-from checker_core.edges.backend import PendingProbes
 from checker_core.edges.memory import StateStore
+from checker_core.edges.pending import PendingProbes
 from checker_core.passes.result import Mode, Outcome
 from checker_core.passes.runner import PassRunner
 from checker_core.report import summary

@@ -15,8 +15,9 @@ from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
 from checker_core.core.settings import Settings
 from checker_core.core.statements import LOAD_SERVERS
-from checker_core.edges.backend import PendingProbes, Prober
+from checker_core.edges.backend import Prober
 from checker_core.edges.deadline import Deadline
+from checker_core.edges.pending import PendingProbes
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.fleet import Fleet
 from checker_core.passes.result import Mode, Outcome, PassResult

@@ -15,7 +15,7 @@ from checker_core.core.keys import KEYS
 from checker_core.core.model import NodeAddress
 from checker_core.core.schema import Checker
 from checker_core.core.settings import Secret
-from checker_core.edges.backend import PendingProbes
+from checker_core.edges.pending import PendingProbes
 from checker_core.settings.config import ConfigError, load
 from galera_checker.cli import build as build_galera
 from gr_checker.cli import build as build_gr

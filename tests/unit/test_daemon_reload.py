@@ -20,8 +20,9 @@ import pytest
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.settings import ClusterSettings, Settings
-from checker_core.edges.backend import PendingProbes, Prober
+from checker_core.edges.backend import Prober
 from checker_core.edges.deadline import Deadline
+from checker_core.edges.pending import PendingProbes
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.fleet import Fleet
 from checker_core.service import daemon as daemon_module

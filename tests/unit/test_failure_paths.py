@@ -10,7 +10,7 @@ from typing import Any
 
 from checker_core.core.model import NodeAddress, ServerStatus
 from checker_core.core.verdict import State
-from checker_core.edges.backend import PendingProbes
+from checker_core.edges.pending import PendingProbes
 from checker_core.passes.result import Mode, Outcome
 from checker_core.report import summary
 from tests.unit import test_gr_policy as gr

@@ -16,7 +16,7 @@ from checker_core.core.model import ClusterRows, NodeAddress, ServerRow
 from checker_core.core.probes import ProbeFn, ProbeResult
 from checker_core.core.statements import ApplyResult
 from checker_core.edges import native
-from checker_core.edges.backend import PendingProbes
+from checker_core.edges.pending import PendingProbes
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.result import Mode, Outcome
 from checker_core.passes.runner import PassRunner

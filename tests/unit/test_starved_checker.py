@@ -14,7 +14,7 @@ import pytest
 
 from checker_core.core.probes import ProbeFailure, ProbeResult, ProbeTimeouts
 from checker_core.core.verdict import State
-from checker_core.edges.backend import PendingProbes
+from checker_core.edges.pending import PendingProbes
 from tests.unit.galera_cases import HG, N1, N2, hostgroup_members, probe_ok, run, steady
 
 WINDOW_S = 0.05

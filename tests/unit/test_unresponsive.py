@@ -23,8 +23,8 @@ from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.core.schema import Checker
 from checker_core.core.verdict import State
-from checker_core.edges.backend import PendingProbes
 from checker_core.edges.memory import StateStore
+from checker_core.edges.pending import PendingProbes
 from checker_core.passes.plugin import ActionsDone, AfterPass
 from galera_checker.actions import GaleraActions
 from galera_checker.eviction import CausalRead, ReadOutcome, stalled_on, unresponsive_members
@@ -499,7 +499,7 @@ def test_a_pass_waits_for_a_silent_node_until_its_time_is_up_not_past_it(
     pass at 101.0, past that, waits for it in full (its answer is how it comes back)."""
     from collections.abc import Collection
 
-    from checker_core.edges.backend import PendingProbes
+    from checker_core.edges.pending import PendingProbes
     from checker_core.passes.result import Mode
 
     asked: list[Mapping[NodeAddress, float]] = []

@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure, ProbeTimeouts, whole_timeout
 from checker_core.core.verdict import State
-from checker_core.edges.backend import PendingProbes, Prober
+from checker_core.edges.backend import Prober
 from checker_core.edges.exchange import Exchange
+from checker_core.edges.pending import PendingProbes
 from checker_core.edges.question import Again, Answer, Question
 from tests.unit.config_cases import galera_settings
 from tests.unit.fakes import hung_admin
