@@ -183,38 +183,18 @@ def decide(
     verdicts: dict[NodeAddress, Verdict] = {}
     remembered: dict[NodeAddress, NodeMemory] = {}
     for node in roster.addresses:
-        verdict = _raw_verdict(raw, node)
-        probe = probes.get(node)
-        unanswered = _unanswered(memory.get(node), probe, timeouts)
-        if node in sight.silent:
-            # the checker's own blindness: the node keeps its place and its counters, but for
-            # the time its questions were out (its own, when the deadline cut them short)
-            verdicts[node] = verdict.unseen(f"{verdict.reason} (not counted: {sight.reason})")
-            kept = memory.get(node) or NodeMemory(routable=layout.routed(node))
-            remembered[node] = _with_unanswered(kept, unanswered)
-            continue
-        silent_since = _silent_since(probe, memory.get(node), now)
-        verdict = unresponsive(verdict, silent_since, cluster, now)
-        settled, node_memory = settle(
-            verdict,
+        verdicts[node], remembered[node] = _node_verdict(
+            policy,
+            node,
+            _raw_verdict(raw, node),
+            probes.get(node),
             memory.get(node),
-            layout.routed(node),
-            cluster.retry_up,
-            cluster.retry_down,
+            sight=sight,
+            routed=layout.routed(node),
+            cluster=cluster,
             now=now,
             interval_s=interval_s,
-        )
-        verdicts[node] = settled
-        said = policy.identity(probe.facts) if probe is not None and probe.answered else None
-        remembered[node] = _with_unanswered(
-            replace(
-                node_memory,
-                lagging=verdict.state is State.LAGGING,
-                queue_samples=queue_history(verdict, node_memory, now),
-                identity=said or node_memory.identity,
-                silent_since=silent_since,
-            ),
-            unanswered,
+            timeouts=timeouts,
         )
     writers, how = policy.choose_writers(verdicts, roster, layout, cluster)
     rules = RoleRules(
@@ -232,20 +212,6 @@ def decide(
             remembered[node],
             drain_since=(since if since is not None else now) if draining else None,
         )
-    # a pass that loads nothing (paused, standby, deferred) changes nothing it would have to
-    # undo: every node stays on the side ProxySQL routes it on now, whatever this pass would
-    # have moved (the streaks still count the probes), and live drains keep the clock they had
-    live_drains = {n for _, n in layout.drains}
-    unloaded = {
-        node: replace(
-            kept,
-            routable=layout.routed(node),
-            drain_since=memory[node].drain_since
-            if node in live_drains and node in memory
-            else None,
-        )
-        for node, kept in remembered.items()
-    }
     return Decision(
         roster=roster,
         adopted=adopted,
@@ -259,9 +225,75 @@ def decide(
         ),
         memory=remembered,
         sight=sight,
-        unloaded_memory=unloaded,
+        unloaded_memory=_unloaded(remembered, memory, layout),
         due=_due(remembered, sight.silent, cluster, interval_s, probe_wait_s, now=now),
     )
+
+
+def _node_verdict(
+    policy: Policy,
+    node: NodeAddress,
+    verdict: Verdict,
+    probe: ProbeResult | None,
+    before: NodeMemory | None,
+    *,
+    sight: PassSight,
+    routed: bool,
+    cluster: ClusterSettings,
+    now: float,
+    interval_s: float,
+    timeouts: ProbeTimeouts | None,
+) -> tuple[Verdict, NodeMemory]:
+    """One node's settled verdict and what the pass remembers of it."""
+    unanswered = _unanswered(before, probe, timeouts)
+    if node in sight.silent:
+        # the checker's own blindness: the node keeps its place and its counters, but for
+        # the time its questions were out (its own, when the deadline cut them short)
+        kept = before or NodeMemory(routable=routed)
+        unseen = verdict.unseen(f"{verdict.reason} (not counted: {sight.reason})")
+        return unseen, _with_unanswered(kept, unanswered)
+    silent_since = _silent_since(probe, before, now)
+    verdict = unresponsive(verdict, silent_since, cluster, now)
+    settled, node_memory = settle(
+        verdict,
+        before,
+        routed,
+        cluster.retry_up,
+        cluster.retry_down,
+        now=now,
+        interval_s=interval_s,
+    )
+    said = policy.identity(probe.facts) if probe is not None and probe.answered else None
+    remembered = replace(
+        node_memory,
+        lagging=verdict.state is State.LAGGING,
+        queue_samples=queue_history(verdict, node_memory, now),
+        identity=said or node_memory.identity,
+        silent_since=silent_since,
+    )
+    return settled, _with_unanswered(remembered, unanswered)
+
+
+def _unloaded(
+    remembered: Mapping[NodeAddress, NodeMemory],
+    memory: Mapping[NodeAddress, NodeMemory],
+    layout: LiveLayout,
+) -> dict[NodeAddress, NodeMemory]:
+    """What a pass that loads nothing (paused, standby, deferred) remembers: it changes nothing
+    it would have to undo, so every node stays on the side ProxySQL routes it on now, whatever
+    this pass would have moved (the streaks still count the probes), and live drains keep the
+    clock they had."""
+    live_drains = {n for _, n in layout.drains}
+    return {
+        node: replace(
+            kept,
+            routable=layout.routed(node),
+            drain_since=memory[node].drain_since
+            if node in live_drains and node in memory
+            else None,
+        )
+        for node, kept in remembered.items()
+    }
 
 
 def _due(
