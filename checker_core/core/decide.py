@@ -181,9 +181,9 @@ def decide(
     if sight.sight is Sight.BLIND:
         return blind_decision(view, raw, memory, sight)
     verdicts: dict[NodeAddress, Verdict] = {}
-    remembered: dict[NodeAddress, NodeMemory] = {}
+    judged: dict[NodeAddress, NodeMemory] = {}
     for node in roster.addresses:
-        verdicts[node], remembered[node] = _node_verdict(
+        verdicts[node], judged[node] = _node_verdict(
             policy,
             node,
             _raw_verdict(raw, node),
@@ -205,13 +205,7 @@ def decide(
     assignment = assign(
         writers, verdicts, roster, layout, rules=rules, drained=done, why_writers=how
     )
-    for node in roster.addresses:
-        draining = assignment.drains(node)
-        since = remembered[node].drain_since
-        remembered[node] = replace(
-            remembered[node],
-            drain_since=(since if since is not None else now) if draining else None,
-        )
+    remembered = _drain_clocks(judged, assignment, now)
     return Decision(
         roster=roster,
         adopted=adopted,
@@ -228,6 +222,20 @@ def decide(
         unloaded_memory=_unloaded(remembered, memory, layout),
         due=_due(remembered, sight.silent, cluster, interval_s, probe_wait_s, now=now),
     )
+
+
+def _drain_clocks(
+    remembered: Mapping[NodeAddress, NodeMemory], assignment: Assignment, now: float
+) -> dict[NodeAddress, NodeMemory]:
+    """Each draining node's drain clock: started now, or kept from the pass that started it."""
+    clocked: dict[NodeAddress, NodeMemory] = {}
+    for node, kept in remembered.items():
+        since = kept.drain_since
+        draining = assignment.drains(node)
+        clocked[node] = replace(
+            kept, drain_since=(since if since is not None else now) if draining else None
+        )
+    return clocked
 
 
 def _node_verdict(

@@ -83,6 +83,35 @@ def pin_refusal(
     return None
 
 
+class _Order:
+    """How nodes rank for the writer role: healthy before lagging (a node with a long receive
+    queue would take writes it has not caught up with yet, and flow control would slow the
+    whole cluster to its pace), the main segment first, then the heaviest."""
+
+    def __init__(
+        self,
+        verdicts: Mapping[NodeAddress, Verdict],
+        roster: Roster,
+        layout: LiveLayout,
+        rules: WriterRules,
+    ) -> None:
+        self.verdicts, self.roster, self.layout, self.rules = verdicts, roster, layout, rules
+
+    def weight(self, node: NodeAddress) -> int:
+        rn = self.roster.get(node)
+        return rn.writer_weight if rn else 0
+
+    def rank(self, node: NodeAddress) -> tuple[int, int, int, str, int]:
+        verdict = self.verdicts[node]
+        lagging = int(verdict.state is State.LAGGING)
+        main = self.rules.main_segment
+        off_segment = int(main is not None and verdict.segment != main)
+        return (lagging, off_segment, -self.weight(node), node.host, node.port)
+
+    def candidate(self, node: NodeAddress, states: tuple[State, ...]) -> bool:
+        return ineligible(node, self.verdicts, self.roster, self.layout, states) is None
+
+
 def writers_by_weight(
     verdicts: Mapping[NodeAddress, Verdict],
     roster: Roster,
@@ -99,21 +128,8 @@ def writers_by_weight(
     node, a last-resort one rather than none.
     """
     writer_hostgroup = layout.hostgroups.writer
-
-    def weight(node: NodeAddress) -> int:
-        rn = roster.get(node)
-        return rn.writer_weight if rn else 0
-
-    def rank(node: NodeAddress) -> tuple[int, int, int, str, int]:
-        # healthy before lagging: a node with a long receive queue would take writes it has
-        # not caught up with yet, and flow control would slow the whole cluster to its pace
-        verdict = verdicts[node]
-        lagging = int(verdict.state is State.LAGGING)
-        off_segment = int(rules.main_segment is not None and verdict.segment != rules.main_segment)
-        return (lagging, off_segment, -weight(node), node.host, node.port)
-
-    def candidate(node: NodeAddress, states: tuple[State, ...]) -> bool:
-        return ineligible(node, verdicts, roster, layout, states) is None
+    order = _Order(verdicts, roster, layout, rules)
+    rank, weight, candidate = order.rank, order.weight, order.candidate
 
     # a writer whose bad probe is still tolerated (retry_down), or whose silence the pass does
     # not count, keeps the role
