@@ -64,6 +64,57 @@ def keeps_place(verdict: Verdict | None) -> bool:
     return verdict is not None and verdict.state.keeps_place
 
 
+def _backups(
+    chosen: tuple[NodeAddress, ...],
+    verdicts: Mapping[NodeAddress, Verdict],
+    roster: Roster,
+    layout: LiveLayout,
+) -> tuple[NodeAddress, ...]:
+    """The backup writers (G13): writer candidates not chosen that may back the writer up."""
+    chosen_set, backups_now = frozenset(chosen), frozenset(layout.backup_writers)
+    hostgroup = layout.hostgroups.backup_writer
+    return tuple(
+        rn.node
+        for rn in roster.nodes
+        if rn.writer is not None
+        and rn.node not in chosen_set
+        and not layout.blocked(rn.node, hostgroup)
+        and _may_back_up(verdicts.get(rn.node), rn.node in backups_now)
+    )
+
+
+def _all_readers(
+    chosen: tuple[NodeAddress, ...],
+    backups: tuple[NodeAddress, ...],
+    verdicts: Mapping[NodeAddress, Verdict],
+    roster: Roster,
+    layout: LiveLayout,
+    *,
+    rules: RoleRules,
+) -> tuple[tuple[NodeAddress, ...], str]:
+    """The readers (G14, R6), and why the writer reads too when it does against the rules."""
+    hostgroup = layout.hostgroups.reader
+    readers_now = frozenset(layout.readers)
+    readable = tuple(
+        rn.node
+        for rn in roster.nodes
+        if rn.reader is not None
+        and not layout.blocked(rn.node, hostgroup)
+        and _may_read(verdicts.get(rn.node), rn.node in readers_now)
+    )
+    read_only = frozenset(
+        rn.node for rn in roster.nodes if rn.writer is None or not _writable(verdicts.get(rn.node))
+    )
+    readers = _readers(rules.writer_is_also_reader, readable, chosen, backups, read_only)
+    if readers:
+        return readers, ""
+    # nobody else can read: the writers read too rather than leave reads nowhere to go
+    readers = tuple(n for n in chosen if not layout.blocked(n, hostgroup))
+    if readers and rules.writer_is_also_reader != 1:
+        return readers, "the writer reads too: no other node can"
+    return readers, ""
+
+
 def assign(
     writers: Sequence[NodeAddress],
     verdicts: Mapping[NodeAddress, Verdict],
@@ -82,39 +133,8 @@ def assign(
     """
     hostgroups = layout.hostgroups
     chosen = tuple(writers)
-    chosen_set = frozenset(chosen)
-    backups_now, readers_now = frozenset(layout.backup_writers), frozenset(layout.readers)
-
-    def allowed(node: NodeAddress, hostgroup: int) -> bool:
-        return not layout.blocked(node, hostgroup)
-
-    backups = tuple(
-        rn.node
-        for rn in roster.nodes
-        if rn.writer is not None
-        and rn.node not in chosen_set
-        and allowed(rn.node, hostgroups.backup_writer)
-        and _may_back_up(verdicts.get(rn.node), rn.node in backups_now)
-    )
-
-    readable = tuple(
-        rn.node
-        for rn in roster.nodes
-        if rn.reader is not None
-        and allowed(rn.node, hostgroups.reader)
-        and _may_read(verdicts.get(rn.node), rn.node in readers_now)
-    )
-    read_only = frozenset(
-        rn.node for rn in roster.nodes if rn.writer is None or not _writable(verdicts.get(rn.node))
-    )
-    readers = _readers(rules.writer_is_also_reader, readable, chosen, backups, read_only)
-    why_readers = ""
-    if not readers:
-        # nobody else can read: the writers read too rather than leave reads nowhere to go
-        readers = tuple(n for n in chosen if allowed(n, hostgroups.reader))
-        if readers and rules.writer_is_also_reader != 1:
-            why_readers = "the writer reads too: no other node can"
-
+    backups = _backups(chosen, verdicts, roster, layout)
+    readers, why_readers = _all_readers(chosen, backups, verdicts, roster, layout, rules=rules)
     drains = functools.partial(_drains, verdicts=verdicts, layout=layout, drained=drained)
     draining: tuple[NodeAddress, ...] = ()
     if not rules.kill_demoted_writer_connections:
