@@ -430,7 +430,6 @@ def adopt_command(
     """Build the roster templates from the rows the operator already has in the hostgroups."""
     from checker_core.core.model import BadRow
     from checker_core.edges.admin_errors import AdminError
-    from checker_core.edges.lock import cluster_lock, write_lock
     from checker_core.edges.memory import StateStore
     from checker_core.edges.proxysql import AdminClient
 
@@ -447,35 +446,8 @@ def adopt_command(
                 if dry_run:
                     _adopt(admin, cluster, force, dry_run=True)
                     continue
-                lock_path = store.lock_path(cluster.name)
                 with contextlib.ExitStack() as stack:
-                    try:
-                        store.ensure_dir()
-                        held = stack.enter_context(cluster_lock(lock_path))
-                    except OSError as exc:
-                        fail(
-                            f"run.state_dir {store.state_dir}: cannot create or write the lock "
-                            f"file ({exc.strerror or exc}); nothing changed",
-                            Exit.BAD_INPUT,
-                        )
-                    if not held:
-                        # the same lock as a pass: never a LOAD beside one
-                        fail(
-                            f"cluster {cluster.name}: a pass holds the lock {lock_path}; "
-                            "nothing changed, try again",
-                            Exit.FAILED,
-                        )
-                    # and never a LOAD beside another process's apply (the other checker's)
-                    host, port = settings.proxysql.host, settings.proxysql.port
-                    write_path = store.write_lock_path(host, port)
-                    run = settings.run
-                    wait_s = (run.max_runtime_ms + run.interval_ms) / 1000
-                    if not stack.enter_context(write_lock(write_path, wait_s)):
-                        fail(
-                            f"cluster {cluster.name}: another process held the write lock "
-                            f"{write_path} for {wait_s:g} s; nothing changed, try again",
-                            Exit.FAILED,
-                        )
+                    _take_adopt_locks(stack, store, settings, cluster.name)
                     _adopt(
                         admin,
                         cluster,
@@ -487,6 +459,39 @@ def adopt_command(
         fail(str(exc), _admin_exit(exc))
     except BadRow as exc:
         fail(f"bad input, nothing changed: {exc}", Exit.BAD_INPUT)
+
+
+def _take_adopt_locks(
+    stack: contextlib.ExitStack[bool | None], store: StateStore, settings: Settings, cluster: str
+) -> None:
+    """The cluster's pass lock (never a LOAD beside one of its passes) and the ProxySQL's
+    write lock (never beside another process's apply: the other checker's), or the command
+    ends saying which is held."""
+    from checker_core.edges.lock import cluster_lock, write_lock
+
+    lock_path = store.lock_path(cluster)
+    try:
+        store.ensure_dir()
+        held = stack.enter_context(cluster_lock(lock_path))
+    except OSError as exc:
+        fail(
+            f"run.state_dir {store.state_dir}: cannot create or write the lock "
+            f"file ({exc.strerror or exc}); nothing changed",
+            Exit.BAD_INPUT,
+        )
+    if not held:
+        fail(
+            f"cluster {cluster}: a pass holds the lock {lock_path}; nothing changed, try again",
+            Exit.FAILED,
+        )
+    write_path = store.write_lock_path(settings.proxysql.host, settings.proxysql.port)
+    wait_s = (settings.run.max_runtime_ms + settings.run.interval_ms) / 1000
+    if not stack.enter_context(write_lock(write_path, wait_s)):
+        fail(
+            f"cluster {cluster}: another process held the write lock {write_path} for "
+            f"{wait_s:g} s; nothing changed, try again",
+            Exit.FAILED,
+        )
 
 
 def _adopt(
