@@ -17,12 +17,7 @@ WAIT_STEP_S = 0.02
 @contextlib.contextmanager
 def cluster_lock(path: Path) -> Iterator[bool]:
     """Yield True holding the lock, or False at once when another process holds it."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
-    except FileNotFoundError:
-        # its directory made only when missing: the daemon takes the lock every pass
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
+    fd = _open(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -55,11 +50,7 @@ def write_lock(
     whole table, so without it one process's LOAD can fall between another's setting an
     operator's staged edit aside and its writing the edit back, and make the edit live.
     Waited for `timeout_s` at most; yields False when another process still holds it."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
+    fd = _open(path)
     try:
         end = monotonic() + timeout_s
         while True:
@@ -108,6 +99,15 @@ def wait_free(
             sleep(min(WAIT_STEP_S, max(0.0, end - monotonic())))
     finally:
         os.close(fd)
+
+
+def _open(path: Path) -> int:
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
+    except FileNotFoundError:
+        # its directory made only when missing: the daemon takes a lock every pass
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
 
 
 def _holder(path: Path) -> str:
