@@ -213,8 +213,19 @@ def test_an_operators_staged_edit_reverted_or_not_made_live_breaks_invariant_6()
     judge.edits_loaded(1.0)
     judge.sample(sample(1.1, (*base, before), staged=(*base, before)))
     judge.sample(sample(2.6, (*base, before), staged=(*base, before)))
+    judge.sample(sample(4.0, (*base, before), staged=(*base, before)))
     assert invariants(judge) == [6]
     assert "not live" in judge.violations[0].what
+    # at its bound, set aside by a checker's LOAD for a moment (staged as live), then his again:
+    # the documented limit, not a violation (seed 63953)
+    judge = Judge([SPEC])
+    judge.staged_edit("g1", edit, before)
+    judge.edits_loaded(1.0)
+    judge.sample(sample(1.1, (*base, before), staged=(*base, edit)))
+    judge.sample(sample(2.6, (*base, before), staged=(*base, before)))
+    judge.sample(sample(2.7, (*base, before), staged=(*base, edit)))
+    assert invariants(judge) == []
+    assert "set aside" in judge.notes[0]
     # still staged, not live: his LOAD met a checker's set-aside (a documented limit)
     judge = Judge([SPEC])
     judge.staged_edit("g1", edit, before)

@@ -563,6 +563,10 @@ class Judge:
             del self._loaded[spec.name]
             return []
         if s.at - at > spec.status_s:
+            if row not in s.staged and s.at - at <= spec.status_s + EDIT_ASIDE_S:
+                # neither live nor staged: a checker's LOAD may have it set aside this moment
+                # (staged as live, for no longer than a set-aside lasts; seed 63953)
+                return []
             del self._loaded[spec.name]
             if row in s.staged:
                 # his LOAD came while a checker's LOAD had the edit set aside: ProxySQL loads
