@@ -226,7 +226,7 @@ class PassRunner:
         deadline.check()
         paused = self.store.paused(cluster.name)
         stop = gate.may_apply(leadership, decision.plan.needs_load, paused)
-        with self._write_gate(deadline):
+        with self._write_gate(deadline, writes=bool(progress.statements)):
             if stop is None and listed and decision.plan.needs_load:
                 stop = self.facts.second_taken(read.admin)
             if stop is not None:
@@ -439,13 +439,17 @@ class PassRunner:
         return self._admin
 
     @contextlib.contextmanager
-    def _write_gate(self, deadline: Deadline) -> Iterator[None]:
-        """This ProxySQL's write gate (another cluster's apply in this process) and its write
-        lock (another process's: the other checker, a command), waited for no longer than the
-        pass has left."""
+    def _write_gate(self, deadline: Deadline, *, writes: bool) -> Iterator[None]:
+        """This ProxySQL's write gate (another cluster's apply in this process) and, when the
+        plan writes anything, its write lock (another process's: the other checker, a command),
+        each waited for no longer than the pass has left. A steady pass, with nothing to write,
+        touches no lock file."""
         if not self.write_gate.acquire(timeout=deadline.left()):
             raise deadline.cut_short("another cluster's pass held this ProxySQL's write gate")
         try:
+            if not writes:
+                yield
+                return
             proxysql = self.settings.proxysql
             path = self.store.write_lock_path(proxysql.host, proxysql.port)
             with write_lock(path, deadline.left(), self.monotonic) as held:

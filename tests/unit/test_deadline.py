@@ -318,3 +318,14 @@ def test_the_write_lock_is_one_per_proxysql_whatever_the_checker(tmp_path: Path)
             assert not second, "the other checker's process waits"
         with write_lock(other, 0.0) as third:
             assert third, "another ProxySQL's lock is its own"
+
+
+def test_a_steady_pass_with_nothing_to_write_takes_no_write_lock(tmp_path: Path) -> None:
+    admin = MemoryAdmin([*templates(), *steady(N1)])
+    runner = short_runner(tmp_path, admin, HealthyProber(), budget_ms=100)
+    proxysql = runner.settings.proxysql
+    path = runner.store.write_lock_path(proxysql.host, proxysql.port)
+    with write_lock(path, 0.0) as held:  # another process applies meanwhile
+        assert held
+        result = runner.run(Mode.APPLY)
+    assert result.outcome is Outcome.UNCHANGED, result.message
