@@ -10,6 +10,7 @@ import pytest
 from tests.world.invariants import (
     ClusterSpec,
     Judge,
+    LoadedPass,
     Row,
     Sample,
     quiescent,
@@ -364,6 +365,27 @@ def test_a_healthy_node_taken_out_of_every_route_before_a_blind_hold_breaks_inva
     judge.sample(sample(3.1, routed(writer=None, readers=(C,))))
     assert invariants(judge) == [6, 6]
     assert "127.0.0.1:1 taken out of every hostgroup while blind" in judge.violations[0].what
+
+
+@pytest.mark.parametrize(
+    ("began", "violated"),
+    [
+        (0.05, False),  # under way at the cut (0.1): it may act on the probe the cut failed
+        (0.15, True),  # began after the cut: it saw no node and must change nothing
+    ],
+)
+def test_who_took_a_healthy_node_out_before_a_blind_hold_decides(
+    began: float, violated: bool
+) -> None:
+    judge = Judge([SPEC])
+    judge.paused_after("g1", 1.0, why="blind", since=0.1)
+    judge.sample(sample(0.2, routed()))
+    judge.pass_loaded(LoadedPass("g1", began, 0.5, {A: f"remove {A} in hostgroup 10: down"}))
+    judge.sample(sample(1.1, routed(writer=B, readers=(C,))))
+    assert invariants(judge) == ([6] if violated else [])
+    said = judge.violations[0].what if violated else judge.notes[0]
+    assert A in said
+    assert ("+0.05s from the cut" in said) if violated else ("down" in said)
 
 
 def test_a_dead_node_taken_out_before_a_blind_hold_is_no_violation() -> None:

@@ -35,6 +35,8 @@ ONLINE = "ONLINE"
 SETTLED = frozenset({"Synced", "ONLINE"})
 # how long a checker's LOAD may hold an operator's staged edit aside before writing it back
 EDIT_ASIDE_S = 1.0
+# a cluster's latest passes that loaded a change, kept to tell who took a node out
+LOADED_PASSES_KEPT = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,17 @@ class Sample:
     truth: Mapping[str, Mapping[str, Any]]  # cluster name -> the model's truth()
     # cluster name -> the /status record of its checker, when the daemon answered
     status: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedPass:
+    """A pass whose plan went live, read from its checker's log, on the world's clock."""
+
+    cluster: str
+    began: float
+    ended: float
+    # node -> why the pass took it out of a hostgroup (the change's own words)
+    removed: Mapping[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +161,8 @@ class Judge:
         self._landing: dict[tuple[str, str], tuple[Row, Row, float]] = {}
         # (cluster, why) -> when the cause of a hold began, and the staged routes seen then
         self._began: dict[tuple[str, str], tuple[float, frozenset[Row] | None]] = {}
+        # cluster -> its latest passes that loaded a change (who took a node out, and when)
+        self._loaded_passes: dict[str, list[LoadedPass]] = {}
         self.checks = 0
         self.violations: list[Violation] = []
         # what happened that is no violation but worth saying (a documented limit met)
@@ -188,6 +203,13 @@ class Judge:
         self._held.pop((cluster, why), None)
         self._holding.pop((cluster, why), None)
         self.hold(cluster, at)
+
+    @_locked
+    def pass_loaded(self, done: LoadedPass) -> None:
+        """A checker's pass made its plan live (its log says so once it has ended)."""
+        passes = self._loaded_passes.setdefault(done.cluster, [])
+        passes.append(done)
+        del passes[:-LOADED_PASSES_KEPT]
 
     @_locked
     def held(self, cluster: str, why: str = "paused") -> bool:
@@ -455,9 +477,11 @@ class Judge:
 
     def _taken_out(self, s: Sample, spec: ClusterSpec, key: tuple[str, str]) -> list[Violation]:
         """The routes to nodes the world says are healthy that a pass took out between the
-        hold's cause and the hold (`since`): a pass under way may finish, but what it could not
-        see is no reason to take a node out."""
-        _, before = self._began.pop(key, (0.0, None))
+        hold's cause and the hold (`since`). A pass that began after the cut saw none of the
+        nodes and must change nothing; one under way at the cut may have reached a node before
+        it and failed to reach another after it: acting on its own failed probe is the rule
+        (G16, retry_down permitting; seed 527450), said as a note with the pass's reason."""
+        since, before = self._began.pop(key, (0.0, None))
         truth = s.truth.get(spec.name)
         if before is None or truth is None:
             return []
@@ -468,16 +492,32 @@ class Judge:
         for node in sorted({r.node for r in before} - routed):
             world = nodes.get(node, {})
             self.checks += 1
-            if world.get("readable") and world.get("state") in SETTLED:
-                found.append(
-                    self.violation(
-                        6,
-                        s.at,
-                        spec.name,
-                        f"{node} taken out of every hostgroup while {key[1]}, and the world "
-                        f"says it is healthy ({world.get('state')})",
-                    )
+            if not (world.get("readable") and world.get("state") in SETTLED):
+                continue
+            movers = [
+                p
+                for p in self._loaded_passes.get(spec.name, [])
+                if node in p.removed and p.ended >= since
+            ]
+            if movers and all(p.began < since for p in movers):
+                mover = movers[0]
+                self.notes.append(
+                    f"{s.at:.2f}s [{spec.name}]: {node} taken out by a pass under way at the "
+                    f"cut (began {since - mover.began:.2f}s before it, ended "
+                    f"{mover.ended - since:.2f}s after): {mover.removed[node]}"
                 )
+                continue
+            began = ", ".join(f"{p.began - since:+.2f}s" for p in movers) or "none logged"
+            found.append(
+                self.violation(
+                    6,
+                    s.at,
+                    spec.name,
+                    f"{node} taken out of every hostgroup while {key[1]}, and the world "
+                    f"says it is healthy ({world.get('state')}); the passes that took it out "
+                    f"began at {began} from the cut",
+                )
+            )
         return found
 
     def _not_landed(

@@ -8,10 +8,13 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from tests.world.invariants import Judge, Sample, Violation
+from tests.world.invariants import Judge, LoadedPass, Sample, Violation
 from tests.world.world import SLACK_S, World, read_rows
 
 PERIOD_S = 0.05
@@ -94,10 +97,11 @@ class Observer:
                 continue
             with self.lock:
                 self._feed_loads()
+                # the passes that ended by now first: the judge may ask who made a change
+                self._follow_logs(sample.at)
                 self.judge.sample(sample)
                 self.samples += 1
                 self.last = sample
-                self._follow_logs(sample.at)
             took = time.monotonic() - began
             if took > PERIOD_S + OVERLOADED_S:
                 # the observer itself ran late: the machine is short of CPU for everyone
@@ -155,6 +159,8 @@ class Observer:
         cluster = str(record.get("cluster"))
         self._last_pass[cluster] = at
         duration = record.get("duration_ms")
+        if record.get("loaded") is True and isinstance(duration, (int, float)):
+            self._loaded(cluster, record, duration)
         limit = self.world.cadence.max_runtime_ms
         daemon = self.world.daemons[kind]
         # a pass the world stopped and continued ran late by the world's hand
@@ -186,6 +192,18 @@ class Observer:
                 f"a pass took {duration} ms (max_runtime_ms {limit}): {record.get('summary')}",
             )
 
+    def _loaded(self, cluster: str, record: Mapping[str, Any], duration: float) -> None:
+        """Tell the judge when a pass that made its plan live ran, on the world's clock (its
+        log's wall-clock end less the pass's own duration), and which nodes it took out."""
+        try:
+            wall = datetime.fromisoformat(str(record.get("ts")).replace("Z", "+00:00"))
+        except ValueError:
+            return
+        ended = wall.timestamp() - (time.time() - time.monotonic()) - self.world.t0
+        self.judge.pass_loaded(
+            LoadedPass(cluster, ended - duration / 1000, ended, taken_out(record.get("change")))
+        )
+
     def _slowest_answer(self, at: float) -> str:
         """ProxySQL's own slowest answer to a checker in the 2 s before `at` (world time), when
         one was later than the relay's SLOW_ANSWER_S; "" when none was."""
@@ -202,3 +220,19 @@ class Observer:
     def violations(self) -> list[Violation]:
         with self.lock:
             return list(self.judge.violations)
+
+
+def taken_out(changes: object) -> dict[str, str]:
+    """node -> the change that took it out of a hostgroup or out of its traffic, from a pass
+    line's `change` list ("remove H:P in hostgroup N ...", "update H:P ... -> OFFLINE_SOFT")."""
+    out: dict[str, str] = {}
+    for change in changes if isinstance(changes, list) else []:
+        words = str(change).split()
+        if len(words) < 2:
+            continue
+        leaves = words[0] == "remove" or (
+            words[0] == "update" and " -> OFFLINE" in str(change).split(": ", 1)[0]
+        )
+        if leaves:
+            out.setdefault(words[1], str(change))
+    return out
