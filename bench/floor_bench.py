@@ -40,7 +40,7 @@ from bench.common import SIM_MONITOR, Lab, admin_client
 from bench.scale_bench import daemon_run, pass_cpu_ms, seed, set_changing
 from checker_core.core.model import NodeAddress
 from checker_core.core.schema import Checker
-from checker_core.edges import wire
+from checker_core.edges import driver, wire
 from checker_core.edges.backend import Prober
 from checker_core.edges.proxysql_rows import answer_bytes, rows_as_one_value
 from checker_core.edges.question import Question
@@ -63,8 +63,10 @@ class NodeLine:
         self.conn = conn
         sql, params = question.ask(conn)
         self.packet = wire.statement(conn, sql, params)[1]
-        self.fd: int = conn._sock.fileno()
-        conn._sock.settimeout(0.0)
+        sock = driver.socket_of(conn)
+        assert sock is not None
+        self.fd: int = sock.fileno()
+        sock.settimeout(0.0)
         self.last = b""
 
 
@@ -113,7 +115,8 @@ class RowsLine:
         self.admin = admin_client(lab.proxysql)
         conn = self.admin._conn
         wanted = tuple(sorted(hostgroups))
-        self.sock = conn._sock  # type: ignore[attr-defined]  # PyMySQL has no accessor
+        self.sock = driver.socket_of(conn)
+        assert self.sock is not None
         self.packet = wire.statement(conn, rows_as_one_value(len(wanted)), wanted + wanted)[1]
         self.last: bytes | None = None
 

@@ -267,7 +267,7 @@ class Prober:
             conns = list(self._conns.items())
         found: dict[int, tuple[NodeAddress, object]] = {}
         for node, conn in conns:
-            sock = getattr(conn, "_sock", None)
+            sock = driver.socket_of(conn)
             if sock is None:
                 continue
             # asked for every watched cluster on every turn of the watch: a plain try, no

@@ -1,4 +1,6 @@
-"""PyMySQL, imported lean: without `cryptography` until an account needs it.
+"""PyMySQL, imported lean, and the one module that reaches into its connection.
+
+Imported lean: without `cryptography` until an account needs it.
 
 PyMySQL imports cryptography's RSA machinery when it is imported (about half of its import
 time), yet uses it only for sha256_password and for caching_sha2_password's full login over a
@@ -10,9 +12,11 @@ says it needs it.
 from __future__ import annotations
 
 import importlib
+import socket
 import sys
 import threading
 from types import ModuleType
+from typing import Any
 
 _lock = threading.Lock()
 _NEEDS_RSA = "'cryptography' package is required"
@@ -63,3 +67,37 @@ def enable_rsa() -> bool:
             # module with cryptography importable is all it takes
             importlib.reload(auth)
         return bool(getattr(auth, "_have_cryptography", False))
+
+
+# -- a connection's insides: PyMySQL has no accessor for these, so they are read and set here
+# alone (a PyMySQL that renames one breaks this module, and its tests, not the callers)
+
+
+def socket_of(conn: object) -> socket.socket | None:
+    """The socket of an open PyMySQL connection (an SSLSocket over TLS), None when closed.
+
+    Who reads answers on it directly (edges/exchange.py, the admin's one-value reads) relies on
+    PyMySQL's own read buffer being empty between statements: PyMySQL reads a whole answer and
+    a server says nothing unasked, so after a statement nothing is left buffered there."""
+    sock = getattr(conn, "_sock", None)
+    return sock if isinstance(sock, socket.socket) else None
+
+
+def set_timeouts(conn: Any, seconds: float) -> None:
+    """The read and write timeout of `conn`'s next statement. PyMySQL takes them only at
+    connect and has no setter: it keeps them in `_read_timeout` / `_write_timeout` and sets its
+    socket's timeout from them before each read or write (tracking what it set last in
+    `_current_timeout`). The socket is set here too, for answers read on it directly."""
+    conn._read_timeout = seconds
+    conn._write_timeout = seconds
+    sock = socket_of(conn)
+    if sock is not None and getattr(conn, "_current_timeout", None) != seconds:
+        sock.settimeout(seconds)
+        conn._current_timeout = seconds
+
+
+def tls_preferred(conn: Any) -> None:
+    """A connection given a TLS context, not yet connected, made to accept a server without
+    TLS: PyMySQL takes any given context as "TLS required" (`_ssl_required`)."""
+    if getattr(conn, "_ssl_required", None) is True:
+        conn._ssl_required = False

@@ -25,7 +25,7 @@ from typing import Any
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
-from checker_core.edges import wire
+from checker_core.edges import driver, wire
 from checker_core.edges.failures import describe_error, failure_of
 from checker_core.edges.question import AGAIN, MAX_ROUNDS, Answer, Question
 
@@ -72,7 +72,9 @@ class _Flight:
     ) -> None:
         self.node = node
         self.conn = conn
-        self.sock = conn._sock  # PyMySQL keeps its socket there and has no accessor
+        sock = driver.socket_of(conn)
+        assert sock is not None, "can_exchange() said it is open"
+        self.sock = sock
         self.fd = self.sock.fileno()
         # a plain socket is read and written by its descriptor, already non-blocking (PyMySQL
         # sets a timeout); TLS goes through its SSL object, made non-blocking while out
@@ -89,7 +91,7 @@ class _Flight:
 def can_exchange(conn: Any, question: object) -> bool:
     """Whether this connection can be asked this question here (an open PyMySQL connection,
     a question in two halves)."""
-    return isinstance(question, Question) and getattr(conn, "_sock", None) is not None
+    return isinstance(question, Question) and driver.socket_of(conn) is not None
 
 
 class Exchange:
@@ -222,7 +224,7 @@ class Exchange:
                 raise wire.lost_connection()
             flight.buf += chunk
             got = True
-            if not flight.tls or not sock.pending():
+            if not isinstance(sock, ssl.SSLSocket) or not sock.pending():
                 return True
 
     def _answered(self, flight: _Flight) -> ProbeResult | None:

@@ -30,6 +30,7 @@ from checker_core.core.statements import (
     ApplyResult,
     guarded_statement,
 )
+from checker_core.edges import driver
 from checker_core.edges.admin_errors import (
     AdminBadEndpoint,
     AdminQueryFailed,
@@ -176,7 +177,7 @@ class AdminClient:
     def _statement_timeout(self, bounded: float | None) -> None:
         """The connection's read and write timeout for the next statement."""
         if self._timeout_s > 0:
-            _set_timeouts(self._conn, self._timeout_s if bounded is None else bounded)
+            driver.set_timeouts(self._conn, self._timeout_s if bounded is None else bounded)
 
     def _cut_by_deadline(self, bounded: float | None, exc: BaseException) -> PassTimeout | None:
         """A statement whose timeout the deadline shortened, and that timed out: the pass's
@@ -285,7 +286,7 @@ class AdminClient:
         from checker_core.edges.proxysql_rows import answer_bytes
 
         conn = self._conn
-        sock = getattr(conn, "_sock", None)
+        sock = driver.socket_of(conn)
         if sock is None:
             raise AdminUnreachable(f"{self.where}: connection lost (not connected)")
         key = (sql, tuple(params))
@@ -436,17 +437,3 @@ class AdminClient:
                 row = ServerRow.from_admin(values, any_host=True)
             (runtime if source == "r" else staging).append(row)
         return ClusterRows(runtime=sort_rows(runtime), staging=sort_rows(staging))
-
-
-def _set_timeouts(conn: pymysql.connections.Connection[Any], seconds: float) -> None:
-    """The read and write timeout of `conn`'s next statement. PyMySQL takes them only at
-    connect and has no setter: it keeps them in `_read_timeout` / `_write_timeout` and sets its
-    socket's timeout from them before each read or write (tracking what it set last in
-    `_current_timeout`). The socket is set here too, for the answers this module reads on it
-    itself (_one_value). The one place that touches these private attributes."""
-    conn._read_timeout = seconds  # type: ignore[attr-defined]
-    conn._write_timeout = seconds  # type: ignore[attr-defined]
-    sock = getattr(conn, "_sock", None)
-    if sock is not None and getattr(conn, "_current_timeout", None) != seconds:
-        sock.settimeout(seconds)
-        conn._current_timeout = seconds  # type: ignore[attr-defined]

@@ -274,8 +274,8 @@ def _open(
     conn: pymysql.connections.Connection[Any] = mysql.connect(
         host=host, port=port, defer_connect=True, **arguments
     )
-    if preferred and "ssl" in arguments and getattr(conn, "_ssl_required", None) is True:
-        conn._ssl_required = False  # type: ignore[attr-defined]
+    if preferred and "ssl" in arguments:
+        driver.tls_preferred(conn)
     timeout = arguments.get("connect_timeout", _PYMYSQL_CONNECT_TIMEOUT_S)
     try:
         sock = open_socket(host, port, timeout)

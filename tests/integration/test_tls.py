@@ -21,7 +21,7 @@ import pytest
 from checker_core.core.model import NodeAddress
 from checker_core.core.schema import SslMode
 from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
-from checker_core.edges import tls
+from checker_core.edges import driver, tls
 from checker_core.edges.admin_errors import AdminUnreachable
 from checker_core.edges.backend import Prober
 from checker_core.edges.proxysql import AdminClient
@@ -160,7 +160,7 @@ def test_the_daemons_probes_on_open_tls_connections_read_what_a_new_one_reads(
 
 
 def tls_of(conn: object) -> bool:
-    return isinstance(getattr(conn, "_sock", None), ssl.SSLSocket)
+    return isinstance(driver.socket_of(conn), ssl.SSLSocket)
 
 
 # ---------------------------------------------------------------- the admin endpoint
