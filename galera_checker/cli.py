@@ -27,7 +27,8 @@ def kind() -> CheckerKind:
 def switchover(request: SwitchoverRequest) -> Exit:
     """The Galera writer moved on purpose: the target pinned, the old writer drained
     (`--release` drops the pin)."""
-    from checker_core.cli import fail, move_nodes, only_for, state_dir_problem
+    from checker_core.cli.common import fail, state_dir_problem
+    from checker_core.cli.switchover import move_nodes, only_for
     from checker_core.edges.memory import StateStore
     from checker_core.exitcodes import Exit
     from galera_checker import switchover as move

@@ -71,7 +71,6 @@ class NodeCalls:
         from galera_checker.eviction import ReadOutcome, member_to_evict, stalled_on
 
         node, survivor = eviction.node, eviction.survivor
-        untold: list[NodeAddress] = []
         reason = eviction.reason
         try:
             with self.connect(self.account, survivor, timeout_s=self.left()) as conn:
@@ -101,19 +100,7 @@ class NodeCalls:
                         )
                     reason = f"{reason}, {stall.said} ({waited})"
                 _evict_on(conn, uuid)
-            told = [survivor]
-            for other in eviction.others:
-                # the others agree on the new view at once only when told too; one that cannot
-                # be told still drops the member at its own suspect_timeout
-                if self.left() <= 0:
-                    untold.append(other)
-                    continue
-                with (
-                    contextlib.suppress(Exception),
-                    self.connect(self.account, other, timeout_s=self.left()) as conn,
-                ):
-                    _evict_on(conn, uuid)
-                    told.append(other)
+            told, untold = self._tell_others(eviction.others, uuid)
         except NoNodeAdmin as exc:
             return Evicted(f"eviction of {node} not done: {exc}", went_wrong=True)
         except Exception as exc:  # the cluster still evicts it by itself: say so, go on
@@ -123,11 +110,31 @@ class NodeCalls:
                 went_wrong=True,
             )
         late = f"; {', '.join(map(str, untold))} not told: {PAST_DEADLINE}" if untold else ""
+        through = ", ".join(map(str, (survivor, *told)))
         return Evicted(
-            f"{EVICTED}{node} (gcomm uuid {uuid}) through {', '.join(map(str, told))}: "
-            f"{reason}{late}",
+            f"{EVICTED}{node} (gcomm uuid {uuid}) through {through}: {reason}{late}",
             uuid,
         )
+
+    def _tell_others(
+        self, others: Sequence[NodeAddress], uuid: str
+    ) -> tuple[list[NodeAddress], list[NodeAddress]]:
+        """The eviction asked of the other survivors too, while the deadline lasts: they agree
+        on the new view at once only when told; one that cannot be told still drops the member
+        at its own suspect_timeout. (told, not told for want of time)"""
+        told: list[NodeAddress] = []
+        untold: list[NodeAddress] = []
+        for other in others:
+            if self.left() <= 0:
+                untold.append(other)
+                continue
+            with (
+                contextlib.suppress(Exception),
+                self.connect(self.account, other, timeout_s=self.left()) as conn,
+            ):
+                _evict_on(conn, uuid)
+                told.append(other)
+        return told, untold
 
     def causal_reads(
         self, nodes: Sequence[NodeAddress], wait_s: float

@@ -29,7 +29,9 @@ def switchover(request: SwitchoverRequest) -> Exit:
     [node_admin]) and followed until the writer hostgroup holds the new primary alone."""
     import math
 
-    from checker_core.cli import MAX_HEALTH_TIMEOUT_S, fail, move_nodes
+    from checker_core.cli.common import fail
+    from checker_core.cli.health import MAX_HEALTH_TIMEOUT_S
+    from checker_core.cli.switchover import move_nodes
     from checker_core.exitcodes import Exit
     from gr_checker.set_primary import DEFAULT_TIMEOUT_S
     from gr_checker.set_primary import switchover as move

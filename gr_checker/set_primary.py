@@ -169,43 +169,20 @@ def switchover(
         return Exit.BAD_INPUT
     runner = PassRunner(settings.only(cluster), kind)
     try:
-        run = settings.run
-        wait_s = (run.max_runtime_ms + run.interval_ms) / 1000
-        with _lock_within(runner, cluster.name, wait_s) as held:
-            if not held:
-                lock = runner.store.lock_path(cluster.name)
-                refusal = Refusal(
-                    Why.LOCK_HELD,
-                    f"the pass lock {lock} stayed held for {wait_s:g} s (another switchover, or "
-                    "a pass that does not end); try again",
-                )
-                say(describe_refusal(cluster.name, target, refusal))
-                return Exit.BAD_INPUT
-            now = runner.run(Mode.STATUS)
-            if now.outcome in (Outcome.FAILED, Outcome.BAD_INPUT):
-                say(f"cluster {cluster.name}: switchover not started: {summary(now)}")
-                return now.outcome.exit_code
-            planned = _plan(now, account, target, source)
-            if isinstance(planned, Refusal):
-                say(describe_refusal(cluster.name, target, planned))
-                return Exit.BAD_INPUT
-            if isinstance(planned, NodeAddress):
-                say(f"cluster {cluster.name}: {planned} is the primary already; nothing to do")
-                return Exit.OK
-            lines = steps(
-                cluster.name,
-                planned,
-                user=account.user,
-                writer_hostgroup=cluster.hostgroups.writer,
-                brownout=cluster.brownout,
-                running_transactions_timeout_s=running_transactions_timeout_s,
-                timeout_s=timeout_s,
-            )
-            for line in lines:
-                say(line)
-            if dry_run:
-                say(f"cluster {cluster.name}: dry run: nothing changed")
-                return Exit.OK
+        planned = _judged_move(
+            runner,
+            settings,
+            cluster,
+            account,
+            target=target,
+            source=source,
+            dry_run=dry_run,
+            running_transactions_timeout_s=running_transactions_timeout_s,
+            timeout_s=timeout_s,
+            say=say,
+        )
+        if isinstance(planned, Exit):
+            return planned
         sql, params = statement(planned, running_transactions_timeout_s)
         call = Call(account, planned.target, sql, params, timeout_s)
         return _follow(
@@ -213,6 +190,61 @@ def switchover(
         )
     finally:
         runner.close()
+
+
+def _judged_move(
+    runner: PassRunner,
+    settings: Settings,
+    cluster: ClusterSettings,
+    account: Endpoint,
+    *,
+    target: NodeAddress | None,
+    source: NodeAddress | None,
+    dry_run: bool,
+    running_transactions_timeout_s: int | None,
+    timeout_s: float,
+    say: Callable[[str], None],
+) -> Move | Exit:
+    """Step 1 under the pass lock: the move to make, or the exit code of a refusal, of a
+    target that is the primary already, or of a dry run (its steps said)."""
+    run = settings.run
+    wait_s = (run.max_runtime_ms + run.interval_ms) / 1000
+    with _lock_within(runner, cluster.name, wait_s) as held:
+        if not held:
+            lock = runner.store.lock_path(cluster.name)
+            refusal = Refusal(
+                Why.LOCK_HELD,
+                f"the pass lock {lock} stayed held for {wait_s:g} s (another switchover, or "
+                "a pass that does not end); try again",
+            )
+            say(describe_refusal(cluster.name, target, refusal))
+            return Exit.BAD_INPUT
+        now = runner.run(Mode.STATUS)
+        if now.outcome in (Outcome.FAILED, Outcome.BAD_INPUT):
+            say(f"cluster {cluster.name}: switchover not started: {summary(now)}")
+            return now.outcome.exit_code
+        planned = _plan(now, account, target, source)
+        if isinstance(planned, Refusal):
+            say(describe_refusal(cluster.name, target, planned))
+            return Exit.BAD_INPUT
+        if isinstance(planned, NodeAddress):
+            say(f"cluster {cluster.name}: {planned} is the primary already; nothing to do")
+            return Exit.OK
+        lines = steps(
+            cluster.name,
+            planned,
+            user=account.user,
+            writer_hostgroup=cluster.hostgroups.writer,
+            brownout=cluster.brownout,
+            running_transactions_timeout_s=running_transactions_timeout_s,
+            timeout_s=timeout_s,
+        )
+        for line in lines:
+            say(line)
+        if dry_run:
+            say(f"cluster {cluster.name}: dry run: nothing changed")
+            return Exit.OK
+    return planned
 
 
 def _plan(

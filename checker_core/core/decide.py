@@ -180,31 +180,19 @@ def decide(
     sight = sight_of(probes, roster.addresses)
     if sight.sight is Sight.BLIND:
         return blind_decision(view, raw, memory, sight)
-    verdicts: dict[NodeAddress, Verdict] = {}
-    judged: dict[NodeAddress, NodeMemory] = {}
-    for node in roster.addresses:
-        verdicts[node], judged[node] = _node_verdict(
-            policy,
-            node,
-            _raw_verdict(raw, node),
-            probes.get(node),
-            memory.get(node),
-            sight=sight,
-            routed=layout.routed(node),
-            cluster=cluster,
-            now=now,
-            interval_s=interval_s,
-            timeouts=timeouts,
-        )
-    writers, how = policy.choose_writers(verdicts, roster, layout, cluster)
-    rules = RoleRules(
-        max_writers=cluster.max_writers,
-        writer_is_also_reader=cluster.writer_is_also_reader,
-        kill_demoted_writer_connections=cluster.kill_demoted_writer_connections,
+    verdicts, judged = _verdicts(
+        policy,
+        view,
+        raw,
+        probes,
+        memory,
+        sight=sight,
+        cluster=cluster,
+        now=now,
+        interval_s=interval_s,
+        timeouts=timeouts,
     )
-    assignment = assign(
-        writers, verdicts, roster, layout, rules=rules, drained=done, why_writers=how
-    )
+    assignment = _roles(policy, verdicts, view, cluster, drained=done)
     remembered = _drain_clocks(judged, assignment, now)
     return Decision(
         roster=roster,
@@ -222,6 +210,58 @@ def decide(
         unloaded_memory=_unloaded(remembered, memory, layout),
         due=_due(remembered, sight.silent, cluster, interval_s, probe_wait_s, now=now),
     )
+
+
+def _roles(
+    policy: Policy,
+    verdicts: Mapping[NodeAddress, Verdict],
+    view: ClusterView,
+    cluster: ClusterSettings,
+    *,
+    drained: frozenset[tuple[int, NodeAddress]],
+) -> Assignment:
+    """The writers the policy chooses, then every node's place by the role rules."""
+    roster, layout = view.roster, view.layout
+    writers, how = policy.choose_writers(verdicts, roster, layout, cluster)
+    rules = RoleRules(
+        max_writers=cluster.max_writers,
+        writer_is_also_reader=cluster.writer_is_also_reader,
+        kill_demoted_writer_connections=cluster.kill_demoted_writer_connections,
+    )
+    return assign(writers, verdicts, roster, layout, rules=rules, drained=drained, why_writers=how)
+
+
+def _verdicts(
+    policy: Policy,
+    view: ClusterView,
+    raw: Mapping[NodeAddress, Verdict],
+    probes: Mapping[NodeAddress, ProbeResult],
+    memory: Mapping[NodeAddress, NodeMemory],
+    *,
+    sight: PassSight,
+    cluster: ClusterSettings,
+    now: float,
+    interval_s: float,
+    timeouts: ProbeTimeouts | None,
+) -> tuple[dict[NodeAddress, Verdict], dict[NodeAddress, NodeMemory]]:
+    """Every roster node's verdict after hysteresis, and its memory as this pass leaves it."""
+    verdicts: dict[NodeAddress, Verdict] = {}
+    judged: dict[NodeAddress, NodeMemory] = {}
+    for node in view.roster.addresses:
+        verdicts[node], judged[node] = _node_verdict(
+            policy,
+            node,
+            _raw_verdict(raw, node),
+            probes.get(node),
+            memory.get(node),
+            sight=sight,
+            routed=view.layout.routed(node),
+            cluster=cluster,
+            now=now,
+            interval_s=interval_s,
+            timeouts=timeouts,
+        )
+    return verdicts, judged
 
 
 def _drain_clocks(

@@ -150,19 +150,7 @@ def choose_actor(view: ProxyClusterView, memory: PeerMemory) -> Leadership:
         p.address for p in view.peers if p.address == view.me or is_alive(p, now, timing)
     )
     majority = len(alive) * 2 > len(view.peers)
-    since: dict[ProxyAddress, float] = {}
-    for address in alive:
-        started = _started(view, address)
-        before = memory.alive_since.get(address)
-        if address == view.me and memory.minority and majority:
-            since[address] = float(now)  # back from a view of too few peers: cut off till now
-        elif before is not None:
-            # a restart we did not see still counts; a second of clock jitter is no restart
-            since[address] = started if started > before + CLOCK_JITTER_S else before
-        elif memory.seen and address != view.me:
-            since[address] = _back_since(address, started, memory, now)
-        else:
-            since[address] = started
+    since = _alive_since(view, memory, alive, majority=majority)
 
     def settled(address: ProxyAddress) -> bool:
         # itself only after twice the window: the peers see it back later than it does, and
@@ -187,6 +175,27 @@ def choose_actor(view: ProxyClusterView, memory: PeerMemory) -> Leadership:
     remembered = PeerMemory(since, acting, True, not majority, gone, float(now))
     wait, skew = _load_wait(view) if role is Role.ACTING else (None, 0)
     return Leadership(role, acting, tuple(alive), reason, split, remembered, wait, skew)
+
+
+def _alive_since(
+    view: ProxyClusterView, memory: PeerMemory, alive: list[ProxyAddress], *, majority: bool
+) -> dict[ProxyAddress, float]:
+    """Since when each alive proxy counts as alive, on the peers' shared clock."""
+    now = view.now
+    since: dict[ProxyAddress, float] = {}
+    for address in alive:
+        started = _started(view, address)
+        before = memory.alive_since.get(address)
+        if address == view.me and memory.minority and majority:
+            since[address] = float(now)  # back from a view of too few peers: cut off till now
+        elif before is not None:
+            # a restart we did not see still counts; a second of clock jitter is no restart
+            since[address] = started if started > before + CLOCK_JITTER_S else before
+        elif memory.seen and address != view.me:
+            since[address] = _back_since(address, started, memory, now)
+        else:
+            since[address] = started
+    return since
 
 
 def _back_since(address: ProxyAddress, started: float, memory: PeerMemory, now: int) -> float:

@@ -111,6 +111,29 @@ class _Order:
     def candidate(self, node: NodeAddress, states: tuple[State, ...]) -> bool:
         return ineligible(node, self.verdicts, self.roster, self.layout, states) is None
 
+    def held(self) -> list[NodeAddress]:
+        """Writers whose bad probe is still tolerated (retry_down), or whose silence the pass
+        does not count: they keep the role. Not one an operator set OFFLINE_HARD in the writer
+        hostgroup (S5)."""
+        writer_hostgroup = self.layout.hostgroups.writer
+        return [
+            n
+            for n in self.layout.writers
+            if n in self.verdicts
+            and self.verdicts[n].state.keeps_place
+            and not self.layout.blocked(n, writer_hostgroup)
+        ]
+
+    def serving(self, states: tuple[State, ...]) -> tuple[list[NodeAddress], list[NodeAddress]]:
+        """The current writers that serve, and the other roster nodes that could, best first."""
+        writers = self.layout.writers
+        current = sorted((n for n in writers if self.candidate(n, states)), key=self.rank)
+        others = sorted(
+            (n for n in self.roster.addresses if n not in writers and self.candidate(n, states)),
+            key=self.rank,
+        )
+        return current, others
+
 
 def writers_by_weight(
     verdicts: Mapping[NodeAddress, Verdict],
@@ -127,24 +150,10 @@ def writers_by_weight(
     free places by weight (main segment first), never more than max_writers; with no serving
     node, a last-resort one rather than none.
     """
-    writer_hostgroup = layout.hostgroups.writer
     order = _Order(verdicts, roster, layout, rules)
     rank, weight, candidate = order.rank, order.weight, order.candidate
-
-    # a writer whose bad probe is still tolerated (retry_down), or whose silence the pass does
-    # not count, keeps the role
-    # not counted either when an operator set it OFFLINE_HARD in the writer hostgroup (S5)
-    held = [
-        n
-        for n in layout.writers
-        if n in verdicts
-        and verdicts[n].state.keeps_place
-        and not layout.blocked(n, writer_hostgroup)
-    ]
-    current = sorted((n for n in layout.writers if candidate(n, serving)), key=rank)
-    others = sorted(
-        (n for n in roster.addresses if n not in layout.writers and candidate(n, serving)), key=rank
-    )
+    held = order.held()
+    current, others = order.serving(serving)
     limit = rules.max_writers
     pinned, passed_over = rules.preferred, ""
     if pinned is not None:

@@ -21,6 +21,7 @@ from checker_core.core.probes import (
     question_out_s,
     whole_timeout,
 )
+from checker_core.edges import driver
 
 if TYPE_CHECKING:
     import pymysql
@@ -132,26 +133,39 @@ class PendingProbes:
             asked = exchange.asked_at()
             exchange.abandon()
         self._drain(done, missing)
-        waited = (woke - self.started) * 1000
         for node in wanted:
             if node not in done:
-                late = self.own_lateness(node, ends, woke)
-                short = None if late else self.cut_short(node, woke, asked)
-                own = late or short
-                said = (
-                    f"no answer in {waited:.0f} ms (silent for unresponsive_after_ms by then)"
-                    if ends < deadline
-                    else f"no answer within the pass deadline ({waited:.0f} ms)"
-                )
-                done[node] = ProbeResult(
-                    node,
-                    None,
-                    own or said,
-                    waited,
-                    ProbeFailure.UNHEARD if own else ProbeFailure.SILENT,
-                    unanswered_ms=self._unanswered_ms(node, woke, asked, late=late, short=short),
-                )
+                done[node] = self._unanswered(node, woke, asked, cut_at=ends, deadline=deadline)
         return done
+
+    def _unanswered(
+        self,
+        node: NodeAddress,
+        woke: float,
+        asked: Mapping[NodeAddress, float],
+        *,
+        cut_at: float,
+        deadline: float,
+    ) -> ProbeResult:
+        """The result of a node with no answer when the wait ended at `cut_at`: unheard when
+        the pass's own lateness or a question cut short explains it, else silent."""
+        waited = (woke - self.started) * 1000
+        late = self.own_lateness(node, cut_at, woke)
+        short = None if late else self.cut_short(node, woke, asked)
+        own = late or short
+        said = (
+            f"no answer in {waited:.0f} ms (silent for unresponsive_after_ms by then)"
+            if cut_at < deadline
+            else f"no answer within the pass deadline ({waited:.0f} ms)"
+        )
+        return ProbeResult(
+            node,
+            None,
+            own or said,
+            waited,
+            ProbeFailure.UNHEARD if own else ProbeFailure.SILENT,
+            unanswered_ms=self._unanswered_ms(node, woke, asked, late=late, short=short),
+        )
 
     @staticmethod
     def _take_in(
@@ -236,7 +250,7 @@ class PendingProbes:
 
 def _answer_waiting(conn: pymysql.connections.Connection[Any] | None) -> bool:
     """Whether the node's bytes sit in the socket, unread by a probe thread that had no CPU."""
-    sock = getattr(conn, "_sock", None)
+    sock = driver.socket_of(conn)
     if sock is None:
         return False
     try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
@@ -20,15 +19,14 @@ from checker_core.core.roster import shared_nodes
 from checker_core.edges.admin_errors import AdminError
 from checker_core.edges.memory import StateStore
 from checker_core.edges.proxysql import AdminClient
+from checker_core.passes.ports import Ports
 from checker_core.passes.proxy_facts import RECHECK_S
 from checker_core.passes.result import Outcome, PassResult
-from checker_core.passes.runner import PassRunner, open_admin
+from checker_core.passes.runner import PassRunner
 
 if TYPE_CHECKING:
     from checker_core.core.settings import ClusterSettings, Settings
     from checker_core.core.whatif import Assumed
-    from checker_core.edges.backend import Prober
-    from checker_core.edges.deadline import Deadline
     from checker_core.passes.plugin import CheckerKind, LaterActions
     from checker_core.passes.result import Mode
 
@@ -36,8 +34,8 @@ T = TypeVar("T")
 
 
 class Fleet:
-    """The runners of `settings`' clusters. `connect_admin`, `new_prober`, `clock`, `monotonic`
-    and `assumed` are handed to every runner it makes (PassRunner says what each is); `store`
+    """The runners of `settings`' clusters. `ports` and `assumed` are handed to every runner it
+    makes (PassRunner says what each is); `store`
     and `write_gate` are shared by them all (a reload keeps the running ones)."""
 
     def __init__(
@@ -46,12 +44,9 @@ class Fleet:
         kind: CheckerKind,
         persistent: bool = False,
         *,
+        ports: Ports | None = None,
         store: StateStore | None = None,
         write_gate: threading.Lock | None = None,
-        connect_admin: Callable[[Settings, Deadline | None], AdminClient] | None = None,
-        new_prober: Callable[[Settings], Prober] | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        monotonic: Callable[[], float] = time.monotonic,
         assumed: Mapping[NodeAddress, Assumed] | None = None,
     ) -> None:
         self.settings = settings
@@ -63,10 +58,9 @@ class Fleet:
         # one writer at a time to this ProxySQL's mysql_servers: its admin has no transactions,
         # and a LOAD carries every staged row, another cluster's half-written ones too
         self.write_gate = write_gate or threading.Lock()
-        self._connect_admin = connect_admin or open_admin
-        self._new_prober = new_prober
-        self.clock = clock
-        self.monotonic = monotonic
+        self.ports = ports or Ports()
+        self._connect_admin = self.ports.connect_admin
+        self.monotonic = self.ports.monotonic
         self.assumed = dict(assumed or {})
         self._runners: dict[str, PassRunner] = {}
         # the rosters' check: its own connection, read once per RECHECK_S for every cluster
@@ -84,12 +78,9 @@ class Fleet:
             self.settings.only(cluster),
             self.kind,
             self.persistent,
+            ports=self.ports,
             store=self.store,
             write_gate=self.write_gate,
-            connect_admin=self._connect_admin,
-            new_prober=self._new_prober,
-            clock=self.clock,
-            monotonic=self.monotonic,
             assumed=self.assumed,
         )
 

@@ -14,8 +14,7 @@ import contextlib
 import functools
 import os
 import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -23,16 +22,18 @@ from checker_core.core.decide import Decision, decide, view_of
 from checker_core.core.hysteresis import with_silence
 from checker_core.core.model import BadInput, NodeAddress
 from checker_core.core.probes import STILL_UNANSWERED, ProbeTimeouts, promote_unheard
-from checker_core.core.statements import StagingRefused, plan_statements
+from checker_core.core.statements import ApplyResult, StagingRefused, plan_statements
 from checker_core.edges.admin_errors import AdminAccessDenied, AdminError, ApplyFailed
 from checker_core.edges.backend import Prober
 from checker_core.edges.deadline import Deadline, PassTimeout
-from checker_core.edges.lock import cluster_lock, write_lock
+from checker_core.edges.lock import cluster_lock
 from checker_core.edges.memory import StateStore
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes import gate
+from checker_core.passes.apply_window import time_to_apply, writes_allowed
 from checker_core.passes.ledger import Ledger
 from checker_core.passes.plugin import AdviceInput, AfterPass, CheckerKind
+from checker_core.passes.ports import Ports
 from checker_core.passes.proxy_facts import ProxyFacts
 from checker_core.passes.read import PassRead, probe_roster, silent_probe_wait_s
 from checker_core.passes.result import (
@@ -56,11 +57,8 @@ if TYPE_CHECKING:
 class PassRunner:
     """Runs the passes of `settings`' one cluster; keeps connections when persistent (daemon).
 
-    Its ports are given here, never set afterwards: `connect_admin` opens a connection to
-    ProxySQL's admin (within a pass's deadline, when given one), `new_prober` makes the prober
-    of a runner's settings, `clock` times what a pass keeps (drains, streaks, queue samples)
-    and `monotonic` its own deadlines; both monotonic, so a wall-clock step never stretches a
-    drain or a hysteresis. `assumed`: the failures a what-if dry-run assumes (run --dry-run
+    Its ports (passes.ports: ProxySQL's admin, the prober, the clocks) are given here, never
+    set afterwards. `assumed`: the failures a what-if dry-run assumes (run --dry-run
     --assume-down ...).
     """
 
@@ -70,12 +68,9 @@ class PassRunner:
         kind: CheckerKind,
         persistent: bool = False,
         *,
+        ports: Ports | None = None,
         store: StateStore | None = None,
         write_gate: threading.Lock | None = None,
-        connect_admin: Callable[[Settings, Deadline | None], AdminClient] | None = None,
-        new_prober: Callable[[Settings], Prober] | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        monotonic: Callable[[], float] = time.monotonic,
         assumed: Mapping[NodeAddress, Assumed] | None = None,
     ) -> None:
         if len(settings.clusters) != 1:
@@ -92,14 +87,15 @@ class PassRunner:
         # one writer at a time to this ProxySQL's mysql_servers: its admin has no transactions,
         # and a LOAD carries every staged row, another cluster's half-written ones too
         self.write_gate = write_gate or threading.Lock()
-        self._connect_admin = connect_admin or open_admin
-        self._new_prober = new_prober or functools.partial(_new_prober, kind, persistent)
-        self.clock = clock
-        self.monotonic = monotonic
+        self.ports = ports = ports or Ports()
+        self._connect_admin = ports.connect_admin
+        self._new_prober = ports.new_prober or functools.partial(_new_prober, kind, persistent)
+        self.clock = ports.clock
+        self.monotonic = ports.monotonic
         self.assumed: Mapping[NodeAddress, Assumed] = dict(assumed or {})
         self.prober = self._new_prober(settings)
-        self.facts = ProxyFacts(settings, self.store, persistent, monotonic)
-        self.ledger = Ledger(self.store, settings.run, monotonic)
+        self.facts = ProxyFacts(settings, self.store, persistent, ports.monotonic)
+        self.ledger = Ledger(self.store, settings.run, ports.monotonic)
         self._admin: AdminClient | None = None
         # the cluster's own actions on its nodes: what they keep is this cluster's alone
         self.actions: NodeActions | None = kind.new_actions() if kind.new_actions else None
@@ -226,23 +222,16 @@ class PassRunner:
         deadline.check()
         paused = self.store.paused(cluster.name)
         stop = gate.may_apply(leadership, decision.plan.needs_load, paused)
-        with self._write_gate(deadline, writes=bool(progress.statements)):
+        proxysql = self.settings.proxysql
+        write_lock_path = self.store.write_lock_path(proxysql.host, proxysql.port)
+        writes = write_lock_path if progress.statements else None
+        with writes_allowed(self.write_gate, writes, deadline, self.monotonic):
             if stop is None and listed and decision.plan.needs_load:
                 stop = self.facts.second_taken(read.admin)
             if stop is not None:
                 return self.ledger.hold(cluster.name, decision, stop, progress)
-            self._time_to_apply(deadline, read.admin, progress)
-            # the plan made live (S2): staged, read back, one LOAD, then SAVE when persisting
-            applied = read.admin.apply(
-                decision.plan,
-                run.persist,
-                read.rows.staging,
-                save_owed=save_owed,
-                on_load=progress.mark_loaded,
-                warn=progress.warn,
-                reconnect=functools.partial(self._connect_admin, self.settings, None),
-            )
-            progress.applied = applied
+            time_to_apply(deadline, read.admin, len(progress.statements))
+            applied = self._apply(read, decision, progress, save_owed=save_owed)
         self.ledger.after_apply(
             cluster.name, read.rows, decision, applied, progress, save_owed=save_owed
         )
@@ -252,6 +241,22 @@ class PassRunner:
         return self.ledger.finish(progress, outcome, outcome.label)
 
     # ------------------------------------------------------------ the steps, in order
+
+    def _apply(
+        self, read: PassRead, decision: Decision, progress: PassProgress, *, save_owed: bool
+    ) -> ApplyResult:
+        """The plan made live (S2): staged, read back, one LOAD, then SAVE when persisting."""
+        applied = read.admin.apply(
+            decision.plan,
+            self.settings.run.persist,
+            read.rows.staging,
+            save_owed=save_owed,
+            on_load=progress.mark_loaded,
+            warn=progress.warn,
+            reconnect=functools.partial(self._connect_admin, self.settings, None),
+        )
+        progress.applied = applied
+        return applied
 
     def _pinned(self, cluster: ClusterSettings) -> ClusterSettings:
         """The cluster with the writer an operator pinned (`pin`), unless its settings name
@@ -438,46 +443,6 @@ class PassRunner:
         self._admin.bound_by(deadline)
         return self._admin
 
-    @contextlib.contextmanager
-    def _write_gate(self, deadline: Deadline, *, writes: bool) -> Iterator[None]:
-        """This ProxySQL's write gate (another cluster's apply in this process) and, when the
-        plan writes anything, its write lock (another process's: the other checker, a command),
-        each waited for no longer than the pass has left. A steady pass, with nothing to write,
-        touches no lock file."""
-        if not self.write_gate.acquire(timeout=deadline.left()):
-            raise deadline.cut_short("another cluster's pass held this ProxySQL's write gate")
-        try:
-            if not writes:
-                yield
-                return
-            proxysql = self.settings.proxysql
-            path = self.store.write_lock_path(proxysql.host, proxysql.port)
-            with write_lock(path, deadline.left(), self.monotonic) as held:
-                if not held:
-                    raise deadline.cut_short(
-                        f"another process held this ProxySQL's write lock {path}"
-                    )
-                yield
-        finally:
-            self.write_gate.release()
-
-    def _time_to_apply(
-        self, deadline: Deadline, admin: AdminClient, progress: PassProgress
-    ) -> None:
-        """An apply, once begun, runs to its LOAD (AdminClient.apply): it is begun only with
-        time left for all its round trips at the admin's last measured one (gate.apply_time_s)."""
-        if not progress.statements:
-            return  # nothing to write: the apply costs no round trip
-        deadline.check()
-        needed = gate.apply_time_s(len(progress.statements), admin.round_trip_s)
-        left = deadline.left()
-        if left < needed:
-            raise deadline.cut_short(
-                f"{left * 1000:.0f} ms left, and its {len(progress.statements)} statement(s) "
-                f"need about {needed * 1000:.0f} ms at {admin.round_trip_s * 1000:.1f} ms a "
-                "round trip"
-            )
-
     def drop_admin(self) -> None:
         if self._admin is not None:
             self._admin.close()
@@ -490,11 +455,6 @@ class PassRunner:
     def close(self) -> None:
         self.drop_admin()
         self.prober.close()
-
-
-def open_admin(settings: Settings, deadline: Deadline | None) -> AdminClient:
-    """A connection to the admin of `settings`' ProxySQL, within `deadline` when given."""
-    return AdminClient.connect(settings.proxysql, deadline)
 
 
 def _new_prober(kind: CheckerKind, persistent: bool, settings: Settings) -> Prober:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from checker_core.core.schema import Checker
 from checker_core.core.settings import Settings
 from checker_core.passes.plugin import CheckerKind
+from checker_core.passes.ports import Ports
 from checker_core.passes.runner import PassRunner
 from checker_core.settings.config import load
 from galera_checker.policy import GaleraPolicy
@@ -66,9 +66,9 @@ def galera_runner(
     proxysql: str = "",
     *,
     settings: Settings | None = None,
-    **port_args: Any,
+    ports: Ports | None = None,
 ) -> PassRunner:
     """A Galera checker's runner on CONFIG (or on `settings`), with `proxysql` lines added to
-    its [proxysql]; `port_args`: its ports (tests.unit.fakes.ports)."""
+    its [proxysql]; `ports`: its fakes (tests.unit.fakes.ports)."""
     settings = settings or galera_settings(tmp_path, proxysql)
-    return PassRunner(settings, galera_kind(), persistent, **port_args)
+    return PassRunner(settings, galera_kind(), persistent, ports=ports)

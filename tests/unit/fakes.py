@@ -15,6 +15,7 @@ from checker_core.edges.admin_errors import AdminQueryFailed
 from checker_core.edges.backend import Prober
 from checker_core.edges.pending import PendingProbes
 from checker_core.edges.proxysql import AdminClient
+from checker_core.passes.ports import Ports
 from checker_core.passes.runner import PassRunner
 from tests.unit.galera_cases import probe_down, probe_ok
 
@@ -165,7 +166,8 @@ def ports(
     clock: Callable[[], float] | None = None,
     monotonic: Callable[[], float] | None = None,
 ) -> dict[str, Any]:
-    """PassRunner's port arguments for these fakes; what is not given stays the real one.
+    """PassRunner's (and Fleet's) `ports` argument for these fakes; what is not given stays the
+    real one.
     `admin`: the admin every connect returns, or a function asked at each connect (a proxy
     that comes back as another connection)."""
     given: dict[str, Any] = {}
@@ -180,7 +182,7 @@ def ports(
         given["clock"] = clock
     if monotonic is not None:
         given["monotonic"] = monotonic
-    return given
+    return {"ports": Ports(**given)}
 
 
 def retuned(runner: PassRunner, **changes: Any) -> PassRunner:
@@ -191,10 +193,7 @@ def retuned(runner: PassRunner, **changes: Any) -> PassRunner:
         runner.settings.only(cluster),
         runner.kind,
         runner.persistent,
+        ports=runner.ports,
         store=runner.store,
         write_gate=runner.write_gate,
-        connect_admin=runner._connect_admin,
-        new_prober=runner._new_prober,
-        clock=runner.clock,
-        monotonic=runner.monotonic,
     )

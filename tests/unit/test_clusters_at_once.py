@@ -20,6 +20,7 @@ from checker_core.edges.deadline import Deadline
 from checker_core.edges.pending import PendingProbes
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.fleet import Fleet
+from checker_core.passes.ports import Ports
 from checker_core.passes.result import Mode, Outcome, PassResult
 from tests.lab.process import wait_until
 from tests.unit.config_cases import galera_kind, galera_settings
@@ -92,7 +93,7 @@ def two_clusters(
         named = (probers or {}).get(given.clusters[0].name) if len(given.clusters) == 1 else None
         return cast(Prober, named or HealthyProber())
 
-    return Fleet(settings, galera_kind(), connect_admin=connect_admin, new_prober=new_prober)
+    return Fleet(settings, galera_kind(), ports=Ports(connect_admin, new_prober))
 
 
 def run_in_background(fleet: Fleet) -> tuple[threading.Thread, list[list[PassResult]]]:

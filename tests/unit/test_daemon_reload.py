@@ -25,6 +25,7 @@ from checker_core.edges.deadline import Deadline
 from checker_core.edges.pending import PendingProbes
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.fleet import Fleet
+from checker_core.passes.ports import Ports
 from checker_core.service import daemon as daemon_module
 from checker_core.service.sdnotify import Notifier
 from tests.lab.process import wait_until
@@ -127,8 +128,7 @@ class Connections:
             settings,
             kind,
             persistent,
-            connect_admin=self.connect,
-            new_prober=self.new_prober,
+            ports=Ports(self.connect, self.new_prober),
             **kw,
         )
 

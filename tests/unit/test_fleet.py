@@ -5,20 +5,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import pytest
 
 from checker_core.core.settings import Settings
+from checker_core.edges.backend import Prober
 from checker_core.edges.deadline import Deadline
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.fleet import Fleet
 from checker_core.passes.plugin import ActionsDone, AfterPass, CheckerKind, LaterActions
+from checker_core.passes.ports import Ports
 from checker_core.passes.result import Mode, Outcome
 from checker_core.passes.runner import PassRunner
 from galera_checker.policy import GaleraPolicy
 from tests.unit.config_cases import galera_kind, galera_settings
-from tests.unit.fakes import HealthyProber, MemoryAdmin, ports
+from tests.unit.fakes import HealthyProber, MemoryAdmin
 from tests.unit.galera_cases import N1, steady, templates
 
 
@@ -52,7 +54,8 @@ def two_clusters(tmp_path: Path) -> Fleet:
         # each cluster behind a ProxySQL of its own; the rosters' check sees no roster
         return admins[given.clusters[0].name] if len(given.clusters) == 1 else MemoryAdmin([])
 
-    return Fleet(settings, kind, connect_admin=connect, **ports(prober=HealthyProber()))
+    prober = cast(Prober, HealthyProber())
+    return Fleet(settings, kind, ports=Ports(connect_admin=connect, new_prober=lambda _s: prober))
 
 
 def test_a_runner_refuses_settings_of_several_clusters(tmp_path: Path) -> None:

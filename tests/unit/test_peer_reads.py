@@ -10,6 +10,7 @@ from typing import Any
 from checker_core.core.leadership import Role
 from checker_core.passes.proxy_facts import RECHECK_S
 from tests.unit.config_cases import galera_runner
+from tests.unit.fakes import ports
 
 
 class PeerlessAdmin:
@@ -25,7 +26,7 @@ class PeerlessAdmin:
 
 def test_a_daemon_without_peers_asks_again_only_after_a_while(tmp_path: Path) -> None:
     clock = [100.0]
-    daemon = galera_runner(tmp_path, persistent=True, monotonic=lambda: clock[0])
+    daemon = galera_runner(tmp_path, persistent=True, **ports(monotonic=lambda: clock[0]))
     admin = PeerlessAdmin()
     for _ in range(3):
         listed = daemon.facts.listed_peers(admin)  # type: ignore[arg-type]
