@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from checker_core.passes.result import PassResult
 
 RUN = "run"
+DAEMON = "daemon"
 CONFIG_FLAGS = ("--config", "-c")
 SET_FLAG = "--set"
 
@@ -190,6 +191,11 @@ def entry(
     Every input has a clear refusal of its own; should one still escape as an exception, the
     user reads one line and how to see the rest (--debug, anywhere on the line), never a Python
     traceback (a net, not the way any input is meant to be refused)."""
+    if DAEMON in sys.argv[1:]:
+        # before anything slow: a SIGHUP while the daemon starts must not end it
+        from checker_core.edges import hangup
+
+        hangup.hold()
     debug = DEBUG_FLAG in sys.argv[1:]
     if debug:
         sys.argv = [sys.argv[0], *(a for a in sys.argv[1:] if a != DEBUG_FLAG)]

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from checker_core.core.reload import plan_reload
 from checker_core.core.settings import ListenAddress, Settings
-from checker_core.edges import tls
+from checker_core.edges import hangup, tls
 from checker_core.edges.memory import StateStore
 from checker_core.passes.fleet import Fleet
 from checker_core.passes.plugin import CheckerKind
@@ -71,6 +71,10 @@ def run_daemon(
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGINT, on_stop)
     signal.signal(signal.SIGHUP, on_hup)
+    if hangup.came_early():
+        # it may have come after the command line read the file: read it again, at once
+        log.info("daemon", summary="a SIGHUP came while starting: the configuration is reread")
+        on_hup(signal.SIGHUP, None)
     daemon = Daemon(load, kind, log, notifier or Notifier.from_env())
     try:
         daemon.loop(stop, reload, halt, on_pass)

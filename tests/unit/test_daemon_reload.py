@@ -20,6 +20,7 @@ import pytest
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.settings import ClusterSettings, Settings
+from checker_core.edges import hangup
 from checker_core.edges.backend import Prober
 from checker_core.edges.deadline import Deadline
 from checker_core.edges.pending import PendingProbes
@@ -235,6 +236,37 @@ def test_a_reload_that_changes_b_never_stops_a(tmp_path: Path, fleet: Connection
     driver.run(steps)
     # the daemon's stop closes every loop's runner
     assert all(p.closed for probers in fleet.probers.values() for p in probers)
+
+
+class FileChangedWhileStarting(Driver):
+    """The command line read `first`; the file said `later` by the time the daemon listened."""
+
+    def __init__(self, first: Settings, later: Settings, fleet: Connections, log: Log) -> None:
+        super().__init__(later, fleet, log)
+        self.first: list[Settings] = [first]
+
+    def load(self) -> Settings:
+        return self.first.pop() if self.first else self.settings
+
+
+def test_a_sighup_while_the_daemon_starts_is_kept_and_taken_as_a_reload(
+    tmp_path: Path, fleet: Connections
+) -> None:
+    log = Log()
+    first = settings_of(tmp_path, cluster("a"))
+    later = settings_of(tmp_path, cluster("a"), cluster("b"))
+    driver = FileChangedWhileStarting(first, later, fleet, log)
+    hangup.hold()  # what the console script does first for `daemon`
+    os.kill(os.getpid(), signal.SIGHUP)  # before run_daemon listens: kept, not this process's end
+
+    def steps() -> None:
+        passes_rise(log, "b", 1)
+        passes_rise(log, "a", 1)
+
+    driver.run(steps)
+    said = [f["summary"] for e, f in log.events() if e == "daemon"]
+    assert any("SIGHUP came while starting" in line for line in said), said
+    assert not hangup.came_early(), "taken once"
 
 
 def test_hung_warm_up_delays_no_other_clusters_first_pass_at_start(
