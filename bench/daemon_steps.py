@@ -78,7 +78,7 @@ class Steps:
 def instrument(steps: Steps) -> None:
     steps.time(cluster_loop_module.ClusterLoop, "run_pass", "loop.run_pass")
     steps.time(runner_module.PassRunner, "run", "runner.run")
-    steps.time(daemon_module, "log_pass", "log_pass")
+    steps.time(cluster_loop_module, "log_pass", "log_pass")
     steps.time(watch_module.BetweenPasses, "observe", "between.observe")
     steps.time(cluster_loop_module.ClusterLoop, "wait_next", "loop.wait_next")
     steps.time(hub_module.WatchHub, "watch", "hub.watch")
