@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from checker_core.core.model import NodeAddress
@@ -169,18 +170,8 @@ def switchover(
         return Exit.BAD_INPUT
     runner = PassRunner(settings.only(cluster), kind)
     try:
-        planned = _judged_move(
-            runner,
-            settings,
-            cluster,
-            account,
-            target=target,
-            source=source,
-            dry_run=dry_run,
-            running_transactions_timeout_s=running_transactions_timeout_s,
-            timeout_s=timeout_s,
-            say=say,
-        )
+        wanted = Wanted(target, source, dry_run, running_transactions_timeout_s, timeout_s, say)
+        planned = _judged_move(runner, settings, cluster, account, wanted)
         if isinstance(planned, Exit):
             return planned
         sql, params = statement(planned, running_transactions_timeout_s)
@@ -192,21 +183,28 @@ def switchover(
         runner.close()
 
 
+@dataclass(frozen=True, slots=True)
+class Wanted:
+    """What the operator asked of the switchover (switchover's arguments)."""
+
+    target: NodeAddress | None
+    source: NodeAddress | None
+    dry_run: bool
+    running_transactions_timeout_s: int | None
+    timeout_s: float
+    say: Callable[[str], None]
+
+
 def _judged_move(
     runner: PassRunner,
     settings: Settings,
     cluster: ClusterSettings,
     account: Endpoint,
-    *,
-    target: NodeAddress | None,
-    source: NodeAddress | None,
-    dry_run: bool,
-    running_transactions_timeout_s: int | None,
-    timeout_s: float,
-    say: Callable[[str], None],
+    wanted: Wanted,
 ) -> Move | Exit:
     """Step 1 under the pass lock: the move to make, or the exit code of a refusal, of a
     target that is the primary already, or of a dry run (its steps said)."""
+    target, say = wanted.target, wanted.say
     run = settings.run
     wait_s = (run.max_runtime_ms + run.interval_ms) / 1000
     with _lock_within(runner, cluster.name, wait_s) as held:
@@ -223,7 +221,7 @@ def _judged_move(
         if now.outcome in (Outcome.FAILED, Outcome.BAD_INPUT):
             say(f"cluster {cluster.name}: switchover not started: {summary(now)}")
             return now.outcome.exit_code
-        planned = _plan(now, account, target, source)
+        planned = _plan(now, account, target, wanted.source)
         if isinstance(planned, Refusal):
             say(describe_refusal(cluster.name, target, planned))
             return Exit.BAD_INPUT
@@ -236,12 +234,12 @@ def _judged_move(
             user=account.user,
             writer_hostgroup=cluster.hostgroups.writer,
             brownout=cluster.brownout,
-            running_transactions_timeout_s=running_transactions_timeout_s,
-            timeout_s=timeout_s,
+            running_transactions_timeout_s=wanted.running_transactions_timeout_s,
+            timeout_s=wanted.timeout_s,
         )
         for line in lines:
             say(line)
-        if dry_run:
+        if wanted.dry_run:
             say(f"cluster {cluster.name}: dry run: nothing changed")
             return Exit.OK
     return planned
