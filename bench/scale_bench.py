@@ -18,9 +18,10 @@ writes).
   --interval-ms, the watch on (its default 40 ms); its CPU over --seconds as % of one core
   (target at 50 clusters, 1000 ms: <= 10 %), the longest pass and the longest gap between the
   starts of two passes of one cluster (by the daemon's own timestamps), beside the interval
-  (target: never longer than the interval), and how
-  many passes the watch started early. --baseline PATH runs another checkout's daemon beside
-  this one's in the same run (e.g. a `git worktree` of an older commit).
+  (target: never longer than the interval), how many passes the watch started early, and the
+  passes of the cluster that made the fewest and of the one that made the most (fairness under
+  overload). --baseline PATH runs another checkout's daemon beside this one's in the same run
+  (e.g. a `git worktree` of an older commit).
 """
 
 from __future__ import annotations
@@ -101,6 +102,10 @@ class DaemonRun:
     longest_pass_ms: float
     longest_gap_ms: float
     early: int
+    # passes of the cluster that made the fewest and of the one that made the most (a cluster
+    # that made none counts as 0): how fairly the daemon shared its CPU out
+    fewest: int = 0
+    most: int = 0
 
 
 def cpu_ticks(pid: int) -> int:
@@ -178,6 +183,8 @@ def daemon_run(
             longest_pass_ms=max((float(str(p.get("duration_ms", 0))) for p in passes), default=0),
             longest_gap_ms=max(gaps, default=0.0),
             early=sum(1 for line in lines if line.get("event") == "watch"),
+            fewest=min((len(at.get(name, ())) for name, _ in fleet.clusters), default=0),
+            most=max((len(times) for times in at.values()), default=0),
         )
 
 
@@ -235,7 +242,7 @@ def clusters_table(
     print(f"\ndaemon CPU against clusters of 3 nodes (interval {args.interval_ms} ms, {watch})")
     print(
         f"{'clusters':>8} {'queues':>8} {'CPU %':>6} {'passes':>7} "
-        f"{'longest pass ms':>16} {'longest gap ms':>15} {'early':>6}"
+        f"{'longest pass ms':>16} {'longest gap ms':>15} {'early':>6} {'per cluster':>12}"
     )
     runs = [("this checkout", None)]
     if args.baseline:
@@ -256,7 +263,8 @@ def clusters_table(
                 print(
                     f"{clusters:>8} {'changing' if changing else 'quiet':>8} "
                     f"{ran.cpu_percent:>6.1f} {ran.passes:>7} {ran.longest_pass_ms:>16.1f} "
-                    f"{ran.longest_gap_ms:>15.1f} {ran.early:>6}  {label}"
+                    f"{ran.longest_gap_ms:>15.1f} {ran.early:>6} "
+                    f"{f'{ran.fewest}-{ran.most}':>12}  {label}"
                 )
 
 
