@@ -57,6 +57,7 @@ def write_config(
     """`where/checker.toml` (mode 600) naming every cluster of the fleet, TLS off (the fleet
     offers none), passwords in files beside it."""
     where.mkdir(parents=True, exist_ok=True)
+    max_runtime_ms = min(interval_ms - 100, 1800)
     (where / "admin.pw").write_text(proxysql.admin_password + "\n")
     (where / "monitor.pw").write_text(MONITOR_PASSWORD + "\n")
     lines = [
@@ -70,13 +71,14 @@ def write_config(
         f'user = "{MONITOR_USER}"',
         f'password_file = "{where / "monitor.pw"}"',
         'ssl_mode = "disabled"',
-        "connect_timeout_ms = 300",
-        "read_timeout_ms = 400",
+        # within the pass's time at a short interval too (the configuration refuses more)
+        f"connect_timeout_ms = {min(300, max_runtime_ms // 2)}",
+        f"read_timeout_ms = {min(400, max_runtime_ms // 2)}",
         "[run]",
         f'state_dir = "{where / "state"}"',
         f"interval_ms = {interval_ms}",
         f"watch_interval_ms = {watch_ms}",
-        f"max_runtime_ms = {min(interval_ms - 100, 1800)}",
+        f"max_runtime_ms = {max_runtime_ms}",
         'log_format = "json"',
     ]
     for index, (name, _) in enumerate(fleet.clusters):
