@@ -3,8 +3,9 @@
 SIGHUP's default action ends a process. The daemon takes SIGHUP as "reload" once it runs
 (service/daemon.py), but a process spends its first moments importing what it needs and
 reading its configuration, and a `kill -HUP` in that time (by hand, or by a supervisor that
-does not wait for READY=1) would end it. The console script calls `hold` first thing when its command is `daemon`: such a SIGHUP is
-then kept, and the daemon, once it listens, rereads the configuration for it.
+does not wait for READY=1) would end it. The console script calls `hold` first thing when its
+command is `daemon`: such a SIGHUP is then kept, and the daemon, once it listens, rereads the
+configuration for it.
 
 A Python handler, not SIG_IGN: an ignored signal stays ignored in every program the process
 starts, a handler does not.
