@@ -35,8 +35,8 @@ T = TypeVar("T")
 
 class Fleet:
     """The runners of `settings`' clusters. `ports` and `assumed` are handed to every runner it
-    makes (PassRunner says what each is); `store`
-    and `write_gate` are shared by them all (a reload keeps the running ones)."""
+    makes (PassRunner says what each is); `store` and `write_gate` are shared by them all (a
+    reload keeps the running ones)."""
 
     def __init__(
         self,
