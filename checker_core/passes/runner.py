@@ -45,6 +45,8 @@ from checker_core.passes.result import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from checker_core.core.hysteresis import NodeMemory
     from checker_core.core.leadership import Leadership, ProxyAddress
     from checker_core.core.probes import ProbeResult
@@ -222,10 +224,7 @@ class PassRunner:
         deadline.check()
         paused = self.store.paused(cluster.name)
         stop = gate.may_apply(leadership, decision.plan.needs_load, paused)
-        proxysql = self.settings.proxysql
-        write_lock_path = self.store.write_lock_path(proxysql.host, proxysql.port)
-        writes = write_lock_path if progress.statements else None
-        with writes_allowed(self.write_gate, writes, deadline, self.monotonic):
+        with writes_allowed(self.write_gate, self._lock_path(progress), deadline, self.monotonic):
             if stop is None and listed and decision.plan.needs_load:
                 stop = self.facts.second_taken(read.admin)
             if stop is not None:
@@ -241,6 +240,14 @@ class PassRunner:
         return self.ledger.finish(progress, outcome, outcome.label)
 
     # ------------------------------------------------------------ the steps, in order
+
+    def _lock_path(self, progress: PassProgress) -> Path | None:
+        """This ProxySQL's write lock when the plan writes anything; None for a steady pass,
+        which touches no lock file (its path is not even made)."""
+        if not progress.statements:
+            return None
+        proxysql = self.settings.proxysql
+        return self.store.write_lock_path(proxysql.host, proxysql.port)
 
     def _apply(
         self, read: PassRead, decision: Decision, progress: PassProgress, *, save_owed: bool
