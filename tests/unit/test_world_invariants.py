@@ -200,6 +200,14 @@ def test_an_edit_staged_between_a_checkers_last_read_and_its_load_is_a_note(
     assert bool(judge.notes) is not loaded_by_the_checker
 
 
+def loaded_edit(edit: Row, before: Row) -> Judge:
+    """A judge told the operator staged `edit` over `before`, then LOADed it at 1.0 s."""
+    judge = Judge([SPEC])
+    judge.staged_edit("g1", edit, before)
+    judge.edits_loaded(1.0)
+    return judge
+
+
 def test_an_operators_staged_edit_reverted_or_not_made_live_breaks_invariant_6() -> None:
     edit = Row(90, A, "ONLINE", 77)
     before = Row(90, A, "ONLINE", 10)
@@ -209,9 +217,7 @@ def test_an_operators_staged_edit_reverted_or_not_made_live_breaks_invariant_6()
     for at in (0.0, 0.5, 1.2):
         judge.sample(sample(at, (*base, before), staged=(*base, before)))
     assert invariants(judge) == [6]
-    judge = Judge([SPEC])
-    judge.staged_edit("g1", edit, before)
-    judge.edits_loaded(1.0)
+    judge = loaded_edit(edit, before)
     judge.sample(sample(1.1, (*base, before), staged=(*base, before)))
     judge.sample(sample(2.6, (*base, before), staged=(*base, before)))
     judge.sample(sample(4.0, (*base, before), staged=(*base, before)))
@@ -219,18 +225,14 @@ def test_an_operators_staged_edit_reverted_or_not_made_live_breaks_invariant_6()
     assert "not live" in judge.violations[0].what
     # at its bound, set aside by a checker's LOAD for a moment (staged as live), then his again:
     # the documented limit, not a violation (seed 63953)
-    judge = Judge([SPEC])
-    judge.staged_edit("g1", edit, before)
-    judge.edits_loaded(1.0)
+    judge = loaded_edit(edit, before)
     judge.sample(sample(1.1, (*base, before), staged=(*base, edit)))
     judge.sample(sample(2.6, (*base, before), staged=(*base, before)))
     judge.sample(sample(2.7, (*base, before), staged=(*base, edit)))
     assert invariants(judge) == []
     assert "set aside" in judge.notes[0]
     # still staged, not live: his LOAD met a checker's set-aside (a documented limit)
-    judge = Judge([SPEC])
-    judge.staged_edit("g1", edit, before)
-    judge.edits_loaded(1.0)
+    judge = loaded_edit(edit, before)
     judge.sample(sample(1.1, (*base, before), staged=(*base, edit)))
     judge.sample(sample(2.6, (*base, before), staged=(*base, edit)))
     assert invariants(judge) == []
