@@ -5,7 +5,8 @@ and ratios, asserts nothing).
 
 In one run, on one lab, a converged layout (nothing to change):
 - floor: a small program run by the same interpreter with -S: import PyMySQL, connect to the
-  admin and read runtime_mysql_servers, connect to one node and read its cluster status, no TLS
+  admin and read runtime_mysql_servers, then connect to each node in turn and read its cluster
+  status (the issue's floor: connect, read ProxySQL, probe each node once), no TLS
 - scheduler pass: `CHECKER --config=F run` from process start to exit, as ProxySQL runs it;
   the ratio to the floor; its peak RSS; its in-process duration_ms (from its log line)
 - the same pass with ssl_mode = "disabled" on both endpoints (what TLS adds), started as
@@ -58,12 +59,13 @@ with admin.cursor() as cur:
                 "WHERE hostgroup_id IN ({hostgroups})")
     cur.fetchall()
 admin.close()
-node = pymysql.connect(host={node_host!r}, port={node_port}, user={user!r}, password={password!r},
-                       ssl_disabled=True)
-with node.cursor() as cur:
-    cur.execute({status_query!r})
-    cur.fetchall()
-node.close()
+for host, port in {nodes!r}:
+    node = pymysql.connect(host=host, port=port, user={user!r}, password={password!r},
+                           ssl_disabled=True)
+    with node.cursor() as cur:
+        cur.execute({status_query!r})
+        cur.fetchall()
+    node.close()
 """
 
 STATUS_QUERY = {
@@ -114,7 +116,7 @@ def child_env(code: Path = REPO) -> dict[str, str]:
     return {"PYTHONPATH": str(code)}
 
 
-def floor_program(lab: Lab, name: str, node: NodeAddress) -> str:
+def floor_program(lab: Lab, name: str, nodes: list[NodeAddress]) -> str:
     proxysql = lab.proxysql
     return FLOOR.format(
         admin_host=proxysql.admin_host,
@@ -122,8 +124,7 @@ def floor_program(lab: Lab, name: str, node: NodeAddress) -> str:
         admin_user=ADMIN_USER,
         admin_password=ADMIN_PASSWORD,
         hostgroups=", ".join(str(h) for h in HG.all),
-        node_host=node.host,
-        node_port=node.port,
+        nodes=[(node.host, node.port) for node in nodes],
         user=MONITOR_USER,
         password=MONITOR_PASSWORD,
         status_query=STATUS_QUERY[name],
@@ -190,6 +191,12 @@ def interleaved(
         for one, into in zip(passes, results, strict=True):
             into.append(one())
     return floors, results
+
+
+def paired(runs: list[Child], floors: list[Child]) -> float:
+    """The median of each round's own ratio to the floor run beside it: a machine whose speed
+    drifts during the bench (a VM's neighbours) weighs on both halves of a round alike."""
+    return median([r.wall_ms / f.wall_ms for r, f in zip(runs, floors, strict=True)])
 
 
 def in_process_ms(result: Child) -> float | None:
@@ -320,7 +327,7 @@ def main(argv: list[str]) -> int:
         before = args.before.resolve() if args.before else None
         if before is not None:
             pass_run(executable, config, before)
-        program = floor_program(lab, args.lab, nodes[0])
+        program = floor_program(lab, args.lab, nodes)
         package = command.replace("-", "_")
         variants = [
             lambda: pass_run(executable, config),
@@ -347,17 +354,20 @@ def main(argv: list[str]) -> int:
         endpoint = "real proxysql" if lab.proxysql.is_real else "lab emulator (no TLS)"
         print(f"lab: {args.lab}, 3 nodes, converged; proxysql endpoint: {endpoint}; "
               f"{args.runs} runs each, medians, in interleaved rounds")  # fmt: skip
-        print(f"floor (python -S, PyMySQL, admin rows + one node's status, no TLS): "
+        print(f"floor (python -S, PyMySQL, admin rows + each node's status once, no TLS): "
               f"{floor_ms:7.1f} ms")  # fmt: skip
         print(f"{command} run, default ssl_mode preferred: {pass_ms:7.1f} ms  "
-              f"ratio {pass_ms / floor_ms:4.2f}  (target <= 1.5)")  # fmt: skip
+              f"ratio {pass_ms / floor_ms:4.2f}, paired {paired(passes, floor):4.2f}  "
+              f"(target <= 1.5)")  # fmt: skip
         print(f"{command} run, ssl_mode disabled:          {plain_ms:7.1f} ms  "
-              f"ratio {plain_ms / floor_ms:4.2f}")  # fmt: skip
+              f"ratio {plain_ms / floor_ms:4.2f}, paired "
+              f"{paired(plain_passes, floor):4.2f}")  # fmt: skip
         print(f"python -S -m {package} run, ssl_mode preferred: {no_site_ms:7.1f} ms  "
               f"ratio {no_site_ms / floor_ms:4.2f}  (site-packages startup here: "
               f"{pass_ms - no_site_ms:+.1f} ms)")  # fmt: skip
         print(f"{command} run installed in its own venv (install.md), preferred: "
-              f"{venv_ms:7.1f} ms  ratio {venv_ms / floor_ms:4.2f}  (target <= 1.5)")  # fmt: skip
+              f"{venv_ms:7.1f} ms  ratio {venv_ms / floor_ms:4.2f}, paired "
+              f"{paired(in_venv, floor):4.2f}  (target <= 1.5)")  # fmt: skip
         print(f"in-process duration_ms of a no-change pass: preferred {median(inside):5.1f}, "
               f"disabled {median(inside_plain):5.1f}  (target <= 25)")  # fmt: skip
         for runs in older:
@@ -365,7 +375,8 @@ def main(argv: list[str]) -> int:
             old_inside = median([d for d in map(in_process_ms, runs) if d is not None])
             old_rss = max(c.max_rss_kib for c in runs) / 1024
             print(f"before ({before}), same rounds: run {old_ms:7.1f} ms  ratio "
-                  f"{old_ms / floor_ms:4.2f}; duration_ms {old_inside:5.1f}; "
+                  f"{old_ms / floor_ms:4.2f}, paired {paired(runs, floor):4.2f}; "
+                  f"duration_ms {old_inside:5.1f}; "
                   f"peak RSS {old_rss:5.1f} MiB")  # fmt: skip
 
         def peak(children: list[Child]) -> float:

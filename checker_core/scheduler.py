@@ -15,6 +15,8 @@ from checker_core.edges.proxysql import AdminClient
 
 @dataclass(frozen=True, slots=True)
 class SchedulerRow:
+    """A row of ProxySQL's scheduler table that runs a checker."""
+
     interval_ms: int
     filename: str
     arg1: str
@@ -28,6 +30,8 @@ class NoExecutable(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Executable:
+    """The checker's script a scheduler row names, and another on PATH if any."""
+
     path: str
     # another installation's script that PATH would find first, if any: the operator may be
     # running one version while a shell (or an older row) runs another

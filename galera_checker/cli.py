@@ -5,16 +5,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from checker_core.core.schema import Checker
-from checker_core.passes.plugin import CheckerKind
 
 if TYPE_CHECKING:
     import click
 
     from checker_core.exitcodes import Exit
-    from checker_core.passes.plugin import SwitchoverRequest
+    from checker_core.passes.plugin import CheckerKind, SwitchoverRequest
 
 
 def kind() -> CheckerKind:
+    # loaded here, not with this module: the console script loads the program with the
+    # cyclic collector off (oneshot.entry), and this module is loaded before that
+    from checker_core.passes.plugin import CheckerKind
     from galera_checker.actions import GaleraActions
     from galera_checker.policy import GaleraPolicy
     from galera_checker.probe import probe, watch

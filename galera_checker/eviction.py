@@ -217,6 +217,8 @@ class ReadOutcome(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class CausalRead:
+    """How a causal read on a node went, and how long it took."""
+
     outcome: ReadOutcome
     ms: float | None = None  # how long it took (answered) or waited (stalled); None: unknown
     why: str = ""  # why it is unknown

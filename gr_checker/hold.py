@@ -37,6 +37,8 @@ class Backlog:
 
 @dataclass(frozen=True, slots=True)
 class HoldForecast:
+    """How long a GR member may hold writes: the election, the expel timeout, its backlog."""
+
     election_s: float
     expel_s: int
     backlog: Backlog | None

@@ -41,6 +41,8 @@ class Member:
 
 @dataclass(frozen=True, slots=True)
 class GrFacts:
+    """What one Group Replication member said of itself and its group."""
+
     server_uuid: str
     super_read_only: bool
     read_only: bool

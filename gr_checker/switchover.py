@@ -56,6 +56,8 @@ class Why(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
+    """Why a switchover was refused, as the operator reads it."""
+
     why: Why
     reason: str  # the whole line after "refused: "
 

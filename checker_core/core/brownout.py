@@ -10,6 +10,8 @@ from checker_core.core.model import NodeAddress
 
 @dataclass(frozen=True, slots=True)
 class BrownoutReport:
+    """A node slowed down but alive: its queue and how fast it applies."""
+
     node: NodeAddress
     queue: int
     rate_per_s: float | None  # transactions applied per second, from two samples or more

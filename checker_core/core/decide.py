@@ -68,6 +68,8 @@ class Policy(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Decision:
+    """One pass's decision: the roster, the verdicts, the roles and the plan that follows."""
+
     roster: Roster
     adopted: tuple[ServerRow, ...]  # template rows built this pass (empty templates), else ()
     raw: Mapping[NodeAddress, Verdict]  # what the probes said

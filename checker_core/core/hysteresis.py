@@ -138,6 +138,8 @@ def span_needed(retry: int, interval_s: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class _Streak:
+    """How many passes in a row a node has said the same, since when, and how many it needs."""
+
     count: int
     since: float | None
     needed: int

@@ -211,6 +211,8 @@ class Sight(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class PassSight:
+    """How much of the cluster a pass could see, and whose silence does not count."""
+
     sight: Sight
     silent: frozenset[NodeAddress]  # the nodes whose silence is not counted against them
     reason: str  # for the pass line; empty when the sight is clear

@@ -30,6 +30,8 @@ class BadRows(BadInput):
 
 @dataclass(frozen=True, slots=True)
 class RosterNode:
+    """A node the templates name, with its writer and reader rows."""
+
     node: NodeAddress
     writer: ServerRow | None  # its row in the writer template: a writer candidate
     reader: ServerRow | None  # its row in the reader template: a reader candidate
@@ -48,6 +50,8 @@ class RosterNode:
 
 @dataclass(frozen=True, slots=True)
 class Roster:
+    """Every node the cluster's templates name, in their order."""
+
     nodes: tuple[RosterNode, ...]
     _by_node: dict[NodeAddress, RosterNode] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False

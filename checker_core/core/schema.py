@@ -35,6 +35,8 @@ REQUIRED = object()
 
 @dataclass(frozen=True, slots=True)
 class Key:
+    """One configuration key: its section, name, type, bounds, default and origins."""
+
     section: str
     name: str
     kind: type  # int, str, bool

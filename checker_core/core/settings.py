@@ -18,6 +18,8 @@ _WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1"}  # noqa: S104 (where to reach
 
 @dataclass(frozen=True, slots=True)
 class ListenAddress:
+    """Where the daemon's metrics listener binds."""
+
     host: str
     port: int
 
@@ -105,6 +107,8 @@ class Endpoint:
 
 @dataclass(frozen=True, slots=True)
 class ProxySQLSettings:
+    """The ProxySQL admin interface to manage, and how to reach it."""
+
     host: str
     port: int
     endpoint: Endpoint
@@ -119,6 +123,8 @@ class ProxySQLSettings:
 
 @dataclass(frozen=True, slots=True)
 class RunSettings:
+    """How passes run: their interval and budget, state, logs and the daemon's options."""
+
     interval_ms: int
     max_runtime_ms: int
     state_dir: Path
@@ -137,6 +143,8 @@ class RunSettings:
 
 @dataclass(frozen=True, slots=True)
 class ClusterSettings:
+    """One cluster's hostgroups, writer rules and thresholds."""
+
     name: str
     hostgroups: Hostgroups
     max_writers: int
@@ -160,6 +168,8 @@ class ClusterSettings:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """A whole configuration as loaded: checker, ProxySQL, run, monitor and clusters."""
+
     checker: Checker
     source: Path
     proxysql: ProxySQLSettings

@@ -19,6 +19,8 @@ class StagingRefused(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ApplyResult:
+    """What applying a plan did: rows staged, LOAD done, SAVE done."""
+
     staged: int  # statements written to the staging area
     loaded: bool
     saved: bool

@@ -153,6 +153,8 @@ class Loss:
 
 @dataclass(frozen=True, slots=True)
 class Readiness:
+    """Who writes now, who would write next, and what the cluster cannot lose."""
+
     losses: tuple[Loss, ...]
     next_writers: tuple[NodeAddress, ...]  # who writes if the current writers are lost
     writers: tuple[NodeAddress, ...]  # who writes now

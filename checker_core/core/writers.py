@@ -12,6 +12,8 @@ from checker_core.core.verdict import State, Verdict
 
 @dataclass(frozen=True, slots=True)
 class WriterRules:
+    """What chooses the writers: how many, fail-back, the main segment, a switchover's choice."""
+
     max_writers: int
     fail_back: bool
     main_segment: int | None

@@ -97,6 +97,11 @@ class StateStore:
         while the pass's own lock stays free for the next pass."""
         return self._path(cluster, "evict.lock")
 
+    def delay_record_path(self, cluster: str) -> Path:
+        """An older version's record of the auto-increment delay it lowered for a switchover
+        (edges/proxysql_sessions.py puts it right)."""
+        return self._path(cluster, "auto_increment_delay")
+
     def pause_path(self, cluster: str | None) -> Path:
         """`<checker>.paused` for every cluster: no cluster name can make that name."""
         if cluster is None:

@@ -41,7 +41,6 @@ from checker_core.edges.admin_errors import (
     timed_out,
 )
 from checker_core.edges.deadline import Deadline, PassTimeout
-from checker_core.edges.proxysql_apply import PlanApply, Writes, stage_rows
 from checker_core.edges.proxysql_rows import all_rows_as_one_value, rows_as_one_value, unpacked
 
 if TYPE_CHECKING:
@@ -368,6 +367,8 @@ class AdminClient:
         Only the differences are written, so a staging area that already matches costs one
         read and no write.
         """
+        from checker_core.edges.proxysql_apply import Writes, stage_rows
+
         return stage_rows(self, hostgroups, desired, writer, writes=Writes())
 
     @_runs_to_its_load
@@ -411,6 +412,11 @@ class AdminClient:
                 kept = (plan, staging_seen) if seen == sort_rows(plan.desired) else None
                 self._staged_already = kept
             already = kept is not None
+        if already and not (persist and save_owed):
+            # the steady pass: nothing to stage, load or save (its module is not even loaded)
+            return ApplyResult(staged=0, loaded=False, saved=False)
+        from checker_core.edges.proxysql_apply import PlanApply
+
         return PlanApply(self).run(
             plan,
             persist,

@@ -67,7 +67,7 @@ def attached_sessions(
 
 
 def record_path(store: StateStore, cluster: str) -> Path:
-    return store.state_dir / f"{store.checker.value}.{cluster}.auto_increment_delay"
+    return store.delay_record_path(cluster)
 
 
 def loads_as(staged: str, live: str) -> bool:

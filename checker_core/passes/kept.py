@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class _Viewed:
+    """The rows a view was made from, and the view."""
+
     rows: ClusterRows
     cluster: ClusterSettings
     view: ClusterView
@@ -30,6 +32,8 @@ class _Viewed:
 
 @dataclass(frozen=True, slots=True)
 class _Planned:
+    """The plan and staging rows statements were made from."""
+
     plan: Plan
     staging: tuple[ServerRow, ...]
     persist: bool

@@ -71,6 +71,8 @@ EVICTED = "evicted "
 
 @dataclass(frozen=True, slots=True)
 class ActionsDone:
+    """What a checker's node actions did after a pass, for its pass line."""
+
     said: tuple[str, ...] = ()  # what was done (or would be): the pass line says it
     failed: tuple[str, ...] = ()  # what could not be done: warnings too
     evictions: int = 0
@@ -103,6 +105,8 @@ class NodeActions(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class AdviceInput:
+    """What a checker's advisor reads: the cluster, the probes and ProxySQL's variables."""
+
     cluster: ClusterSettings
     probes: Mapping[NodeAddress, ProbeResult]
     proxy_variables: Mapping[str, str]  # runtime_global_variables the advisor asked for

@@ -84,6 +84,8 @@ class PassInputs:
 
 @dataclass(frozen=True, slots=True)
 class PassResult:
+    """Everything one pass did and saw: its pass line and exit code come from it."""
+
     cluster: str
     pass_id: str
     outcome: Outcome

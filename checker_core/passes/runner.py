@@ -436,6 +436,8 @@ class PassRunner:
             progress.warn(failed)
 
     def _put_back_delay(self, admin: AdminClient, cluster: str, progress: PassProgress) -> None:
+        if not self.store.delay_record_path(cluster).exists():
+            return  # the usual case: one failed stat, and the module that reads it not loaded
         from checker_core.edges.proxysql_sessions import put_back_leftover
 
         progress.warn_if(put_back_leftover(admin, self.store, cluster))

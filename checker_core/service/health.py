@@ -53,6 +53,8 @@ def _evictions(result: PassResult) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class Health:
+    """The daemon's answer to /health: healthy or not, why, and each cluster's state."""
+
     healthy: bool
     reason: str
     clusters: Mapping[str, Mapping[str, object]]

@@ -19,6 +19,8 @@ CLIENT_TIMEOUT_S = 5.0  # a client that sends nothing does not keep a thread for
 
 @dataclass(frozen=True, slots=True)
 class Page:
+    """One HTTP answer of the metrics listener."""
+
     status: int
     content_type: str
     body: bytes

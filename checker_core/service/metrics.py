@@ -35,6 +35,8 @@ PROBE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2
 
 @dataclass(frozen=True, slots=True)
 class MetricSpec:
+    """One metric the daemon serves: its name, type, labels and help text."""
+
     name: str  # without PREFIX; counters without _total (the client adds it)
     kind: type[MetricWrapperBase]
     labels: tuple[str, ...]

@@ -53,6 +53,8 @@ class Cause(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Trigger:
+    """What ended a cluster's wait early, and on which nodes."""
+
     cause: Cause
     nodes: tuple[NodeAddress, ...]
     detail: str

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Problem:
+    """One thing wrong with the configuration, named by its key."""
+
     key: str
     message: str
 

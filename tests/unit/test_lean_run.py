@@ -194,6 +194,9 @@ def test_a_pass_on_a_proxy_without_peers_never_loads_the_peer_rule(tmp_path: Pat
     assert "checker_core.passes.runner" in imported
     assert "checker_core.core.peers" not in imported
     assert "checker_core.core.brownout" not in imported
+    # nor what only an older version's leftover delay record needs (none in its state dir)
+    assert "checker_core.edges.proxysql_sessions" not in imported
+    assert "checker_core.core.attached" not in imported
 
 
 def test_a_thread_loading_the_driver_while_another_imports_it_gets_the_whole_module() -> None:
@@ -212,3 +215,45 @@ print(importing.is_alive(), hasattr(driver.load(), "connect"))
 """
     done = python_in_checkout("-c", program, check=True)
     assert done.stdout.split() == ["True", "True"], "asked while the import was under way"
+
+
+# the console script's main() with the fleet and the click group replaced by recorders: whether
+# the cyclic collector is on, and the loaded objects set aside from it, where each step runs
+COLLECTOR = """
+import gc, sys
+from checker_core import oneshot
+import galera_checker.cli as cli
+
+seen = []
+def state(step):
+    seen.append(f"{step} on={gc.isenabled()} frozen={gc.get_freeze_count() > 0}")
+
+class Fleet:
+    def run_all(self, mode):
+        state("pass")
+        return []
+    def finish(self):
+        return ()
+    def close(self):
+        pass
+
+real_kind = cli.kind
+def kind():
+    state("loading")
+    return real_kind()
+cli.kind = kind
+oneshot.new_fleet = lambda settings, kind, assumed=None: Fleet()
+cli.build = lambda: (lambda: state("command"))
+oneshot.exit_now = lambda code: (print(" | ".join(seen)), sys.exit(0))
+sys.argv = ["galera-checker", *sys.argv[1:]]
+cli.main()
+print(" | ".join(seen))
+"""
+
+
+def test_the_program_loads_with_the_collector_off_and_works_with_it_on(config: Path) -> None:
+    run = python_in_checkout("-c", COLLECTOR, f"--config={config}", "run")
+    expected = "loading on=False frozen=False | pass on=True frozen=True"
+    assert run.stdout.strip() == expected, run.stderr
+    other = python_in_checkout("-c", COLLECTOR, f"--config={config}", "check-config")
+    assert other.stdout.strip() == "command on=True frozen=True", other.stderr
