@@ -115,8 +115,10 @@ class AdminClient:
         self._timeout_s = timeout_s
         # each distinct answer row parsed once: the daemon reads the same rows pass after pass
         self._parsed: dict[tuple[object, ...], ServerRow] = {}
-        # read_rows' last answer and its rows, by the hostgroups asked
-        self._last_rows: dict[tuple[int, ...], tuple[bytes, str, ClusterRows]] = {}
+        # read_packed's last answer (its bytes and text) and read_rows' rows made from that
+        # text, by the hostgroups asked
+        self._last_packed: dict[tuple[int, ...], tuple[bytes, str]] = {}
+        self._last_rows: dict[tuple[int, ...], tuple[str, ClusterRows]] = {}
         self._packets: dict[tuple[str, tuple[object, ...]], bytes] = {}
 
     @classmethod
@@ -251,7 +253,26 @@ class AdminClient:
         daemon reads the same rows pass after pass, and an answer byte for byte the last one
         is the rows it gave then, neither decoded nor parsed again."""
         wanted = tuple(sorted(set(hostgroups)))
+        text = self.read_packed(wanted)
         last = self._last_rows.get(wanted)
+        if last is not None and last[0] is text:
+            return last[1]
+        runtime: list[ServerRow] = []
+        staging: list[ServerRow] = []
+        for line in text.split("\n") if text else ():
+            source, values = unpacked(line)
+            row = self._row(values)
+            (runtime if source == "r" else staging).append(row)
+        rows = ClusterRows(runtime=sort_rows(runtime), staging=sort_rows(staging))
+        self._last_rows[wanted] = (text, rows)
+        return rows
+
+    def read_packed(self, hostgroups: Iterable[int]) -> str:
+        """The rows of `hostgroups` as rows_as_one_value packs them (proxysql_rows.unpacked
+        reads a line): the very same str object again while the answer is byte for byte the
+        last one, which is then not decoded."""
+        wanted = tuple(sorted(set(hostgroups)))
+        last = self._last_packed.get(wanted)
         sql = rows_as_one_value(len(wanted))
         if last is None:
             # a client's first read (a one-shot pass's only) goes through the cursor
@@ -262,17 +283,10 @@ class AdminClient:
         text = "" if value is None else str(value)
         if last is not None and (last[0] == raw or (value is not None and last[1] == text)):
             # the same answer; after a first read by cursor its bytes are learnt here
-            self._last_rows[wanted] = (raw, last[1], last[2])
-            return last[2]
-        runtime: list[ServerRow] = []
-        staging: list[ServerRow] = []
-        for line in text.split("\n") if text else ():
-            source, values = unpacked(line)
-            row = self._row(values)
-            (runtime if source == "r" else staging).append(row)
-        rows = ClusterRows(runtime=sort_rows(runtime), staging=sort_rows(staging))
-        self._last_rows[wanted] = (raw, text, rows)
-        return rows
+            self._last_packed[wanted] = (raw, last[1])
+            return last[1]
+        self._last_packed[wanted] = (raw, text)
+        return text
 
     def _one_value(
         self, sql: str, params: Sequence[object], last: bytes | None = None

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from checker_core.core.whatif import Assumed
     from checker_core.passes.plugin import CheckerKind, LaterActions
     from checker_core.passes.result import Mode
+    from checker_core.passes.shared_rows import SharedRows
 
 T = TypeVar("T")
 
@@ -48,6 +49,7 @@ class Fleet:
         store: StateStore | None = None,
         write_gate: threading.Lock | None = None,
         assumed: Mapping[NodeAddress, Assumed] | None = None,
+        shared_rows: SharedRows | None = None,
     ) -> None:
         self.settings = settings
         self.kind = kind
@@ -69,6 +71,16 @@ class Fleet:
         self._shared_until = 0.0
         self._lock = threading.Lock()
         self._retired = False
+        # a daemon's clusters take their rows from one read of them all (shared_rows.py): the
+        # source a reload hands over (its runners that go on read through it too), else a new
+        # one when there is more than one cluster to share it
+        if shared_rows is not None:
+            shared_rows.cover(settings)
+        elif persistent and len(settings.clusters) > 1:
+            from checker_core.passes.shared_rows import SharedRows
+
+            shared_rows = SharedRows(settings, self._connect_admin, self.monotonic)
+        self.shared_rows = shared_rows
 
     # ------------------------------------------------------------ runners
 
@@ -82,6 +94,7 @@ class Fleet:
             store=self.store,
             write_gate=self.write_gate,
             assumed=self.assumed,
+            shared_rows=self.shared_rows,
         )
 
     def runner(self, cluster: ClusterSettings) -> PassRunner:
@@ -156,16 +169,27 @@ class Fleet:
             self._admin.close()
             self._admin = None
 
+    def hand_over_rows(self) -> SharedRows | None:
+        """The shared read, for the fleet a reload makes on the same ProxySQL: this one no
+        longer closes it."""
+        shared, self.shared_rows = self.shared_rows, None
+        return shared
+
     def retire(self) -> None:
         """A reload replaced this fleet: its connection is closed once no loop reads the
         rosters through it (the loops a reload keeps may be reading them, and ask the new
-        fleet next)."""
+        fleet next); its shared read, unless handed over, too (a pass of a loop still ending
+        then reads its rows itself)."""
         with self._lock:
             self._retired = True
             self._drop_admin()
+        if self.shared_rows is not None:
+            self.shared_rows.close()
 
     def close(self) -> None:
         self._drop_admin()
+        if self.shared_rows is not None:
+            self.shared_rows.close()
         for made in self._runners.values():
             made.close()
         self._runners = {}

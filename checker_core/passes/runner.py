@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import threading
 from collections.abc import Mapping
@@ -49,11 +50,13 @@ if TYPE_CHECKING:
 
     from checker_core.core.hysteresis import NodeMemory
     from checker_core.core.leadership import Leadership, ProxyAddress
+    from checker_core.core.model import ClusterRows
     from checker_core.core.probes import ProbeResult
     from checker_core.core.settings import ClusterSettings, Settings
     from checker_core.core.whatif import Assumed
     from checker_core.passes.kept import Kept
     from checker_core.passes.plugin import LaterActions, NodeActions
+    from checker_core.passes.shared_rows import SharedRows
 
 
 class PassRunner:
@@ -74,6 +77,7 @@ class PassRunner:
         store: StateStore | None = None,
         write_gate: threading.Lock | None = None,
         assumed: Mapping[NodeAddress, Assumed] | None = None,
+        shared_rows: SharedRows | None = None,
     ) -> None:
         if len(settings.clusters) != 1:
             raise ValueError(
@@ -99,6 +103,10 @@ class PassRunner:
         self.facts = ProxyFacts(settings, self.store, persistent, ports.monotonic)
         self.ledger = Ledger(self.store, settings.run, ports.monotonic)
         self._admin: AdminClient | None = None
+        # a daemon's read of every cluster's rows at once (shared_rows.py), and when this
+        # runner's last apply step ended: its passes read rows begun after that
+        self._shared_rows = shared_rows
+        self._applied_at = -math.inf
         # the cluster's own actions on its nodes: what they keep is this cluster's alone
         self.actions: NodeActions | None = kind.new_actions() if kind.new_actions else None
         # the daemon's last roster: probed while ProxySQL's rows are being read
@@ -252,16 +260,20 @@ class PassRunner:
     def _apply(
         self, read: PassRead, decision: Decision, progress: PassProgress, *, save_owed: bool
     ) -> ApplyResult:
-        """The plan made live (S2): staged, read back, one LOAD, then SAVE when persisting."""
-        applied = read.admin.apply(
-            decision.plan,
-            self.settings.run.persist,
-            read.rows.staging,
-            save_owed=save_owed,
-            on_load=progress.mark_loaded,
-            warn=progress.warn,
-            reconnect=functools.partial(self._connect_admin, self.settings, None),
-        )
+        """The plan made live (S2): staged, read back, one LOAD, then SAVE when persisting.
+        Whatever it wrote, the next pass reads rows begun after it (_rows)."""
+        try:
+            applied = read.admin.apply(
+                decision.plan,
+                self.settings.run.persist,
+                read.rows.staging,
+                save_owed=save_owed,
+                on_load=progress.mark_loaded,
+                warn=progress.warn,
+                reconnect=functools.partial(self._connect_admin, self.settings, None),
+            )
+        finally:
+            self._applied_at = self.monotonic()
         progress.applied = applied
         return applied
 
@@ -285,11 +297,28 @@ class PassRunner:
         probe_deadline = progress.started + self.settings.run.probe_budget_ms / 1000
         pending = self.prober.start(early, probe_deadline) if early else None
         admin = self.admin(deadline)
-        rows = admin.read_rows(cluster.hostgroups.all)
+        rows = self._rows(cluster, admin, progress.started, deadline)
         view = self._kept.view(rows, cluster) if self._kept else view_of(rows, cluster)
         if self.persistent:
             self._last_roster = view.roster.addresses
         return PassRead(admin, rows, view, memory, pending, probe_deadline)
+
+    def _rows(
+        self, cluster: ClusterSettings, admin: AdminClient, started: float, deadline: Deadline
+    ) -> ClusterRows:
+        """The cluster's rows: from the daemon's shared read, one begun at most MAX_AGE_S
+        before this pass and after this runner's last apply step, else read here."""
+        hostgroups = cluster.hostgroups.all
+        if self._shared_rows is not None:
+            from checker_core.passes.shared_rows import MAX_AGE_S
+
+            # a read begun after the apply step ended, strictly: one begun on the same tick
+            # may have been answered before the write
+            since = max(started - MAX_AGE_S, math.nextafter(self._applied_at, math.inf))
+            rows = self._shared_rows.rows(hostgroups, since, deadline)
+            if rows is not None:
+                return rows
+        return admin.read_rows(hostgroups)
 
     def _decide(
         self,

@@ -17,13 +17,14 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, Protocol
 
-from checker_core.core.reload import plan_reload
+from checker_core.core.reload import ReloadPlan, plan_reload
 from checker_core.core.settings import ListenAddress, Settings
 from checker_core.edges import hangup, tls
 from checker_core.edges.memory import StateStore
 from checker_core.passes.fleet import Fleet
 from checker_core.passes.plugin import CheckerKind
 from checker_core.passes.runner import PassRunner
+from checker_core.passes.shared_rows import SharedRows
 from checker_core.report import summary
 from checker_core.service.board import Board
 from checker_core.service.cluster_loop import ClusterLoop
@@ -37,7 +38,7 @@ from checker_core.settings.config import ConfigError
 
 class NewFleet(Protocol):
     """Makes the daemon's fleet of every configured cluster (each loop's runner is made by
-    it); `store` and `write_gate` are the running ones a reload keeps."""
+    it); `store`, `write_gate` and `shared_rows` are the running ones a reload keeps."""
 
     def __call__(
         self,
@@ -45,6 +46,7 @@ class NewFleet(Protocol):
         *,
         store: StateStore | None = None,
         write_gate: threading.Lock | None = None,
+        shared_rows: SharedRows | None = None,
     ) -> Fleet: ...
 
 
@@ -312,15 +314,7 @@ class Daemon:
         plan = plan_reload(self.settings, settings)
         tls.forget()  # certificate files are read again, as the configuration is
         old = self.fleet
-        # the kept loops' runners write with this store and gate: the new ones share them. The
-        # one ProxySQL write gate is kept whatever changed: a stopped loop's last pass may
-        # still be writing beside a new loop's first
-        keep_store = "run.state_dir" not in plan.shared and "a cluster named `all`" not in (
-            plan.shared
-        )
-        self.fleet = self.new_fleet(
-            settings, store=old.store if keep_store else None, write_gate=old.write_gate
-        )
+        self.fleet = self._next_fleet(old, settings, plan)
         self.settings = settings
         replaced = {}
         for name in plan.stop:
@@ -354,6 +348,23 @@ class Daemon:
         # on taking signals and pinging the watchdog while such a read ends
         threading.Thread(target=old.retire, name="reload-close", daemon=True).start()
 
+    def _next_fleet(self, old: Fleet, settings: Settings, plan: ReloadPlan) -> Fleet:
+        """The fleet of the reloaded settings, with what the loops it keeps write and read
+        through. The one ProxySQL write gate is kept whatever changed: a stopped loop's last
+        pass may still be writing beside a new loop's first."""
+        keep_store = "run.state_dir" not in plan.shared and "a cluster named `all`" not in (
+            plan.shared
+        )
+        # the same ProxySQL: one read of every cluster's rows still, the kept loops' and the
+        # new ones' (a changed [proxysql] restarts every loop: the old read ends with them)
+        same_proxy = "[proxysql]" not in plan.shared
+        return self.new_fleet(
+            settings,
+            store=old.store if keep_store else None,
+            write_gate=old.write_gate,
+            shared_rows=old.hand_over_rows() if same_proxy else None,
+        )
+
 
 def _fleet_of(kind: CheckerKind) -> NewFleet:
     def new_fleet(
@@ -361,7 +372,15 @@ def _fleet_of(kind: CheckerKind) -> NewFleet:
         *,
         store: StateStore | None = None,
         write_gate: threading.Lock | None = None,
+        shared_rows: SharedRows | None = None,
     ) -> Fleet:
-        return Fleet(settings, kind, persistent=True, store=store, write_gate=write_gate)
+        return Fleet(
+            settings,
+            kind,
+            persistent=True,
+            store=store,
+            write_gate=write_gate,
+            shared_rows=shared_rows,
+        )
 
     return new_fleet

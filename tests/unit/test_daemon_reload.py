@@ -11,14 +11,14 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
-from checker_core.core.model import NodeAddress
+from checker_core.core.model import ClusterRows, NodeAddress
 from checker_core.core.settings import ClusterSettings, Settings
 from checker_core.edges import hangup
 from checker_core.edges.backend import Prober
@@ -79,6 +79,15 @@ class Admin(MemoryAdmin):
         self.closed = True
 
 
+class FleetAdmin(Admin):
+    """The fleet's own connection. The clusters here share their hostgroups (a test of loops,
+    not of rosters): the roster-overlap check reads no roster, and the daemon's shared read of
+    every cluster's rows the same rows as each cluster's own admin."""
+
+    def read_rows(self, hostgroups: Iterable[int]) -> ClusterRows:
+        return ClusterRows((), ())
+
+
 class FakeProber(HealthyProber):
     """Healthy nodes; `hold`: an Event its probes (the warm-up's first) wait for."""
 
@@ -110,7 +119,7 @@ class Connections:
 
     def connect(self, settings: Settings, deadline: Deadline | None = None) -> AdminClient:
         if len(settings.clusters) > 1:
-            return MemoryAdmin([])
+            return FleetAdmin()
         admin = Admin()
         self.admins.setdefault(settings.clusters[0].name, []).append(admin)
         return admin

@@ -3,12 +3,14 @@ cluster's node actions keep between its passes is never another cluster's."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar, cast
 
 import pytest
 
+from checker_core.core.model import ClusterRows, Hostgroups, ServerRow
 from checker_core.core.settings import Settings
 from checker_core.edges.backend import Prober
 from checker_core.edges.deadline import Deadline
@@ -21,7 +23,7 @@ from checker_core.passes.runner import PassRunner
 from galera_checker.policy import GaleraPolicy
 from tests.unit.config_cases import galera_kind, galera_settings
 from tests.unit.fakes import HealthyProber, MemoryAdmin
-from tests.unit.galera_cases import N1, steady, templates
+from tests.unit.galera_cases import HG, N1, steady, templates
 
 
 class Remembering:
@@ -89,4 +91,70 @@ def test_the_fleet_makes_a_clusters_runner_again_when_its_settings_change(
         again = fleet.runner(replace(main, retry_down=7))
         assert again is not first and again.cluster.retry_down == 7
     finally:
+        fleet.close()
+
+
+class OneProxy(MemoryAdmin):
+    """One ProxySQL behind every connection, counting how its rows are read."""
+
+    def __init__(self, rows: list[ServerRow]) -> None:
+        super().__init__(rows)
+        self.shared_reads = 0
+        self.own_reads = 0
+
+    def read_packed(self, hostgroups: Iterable[int]) -> str:
+        self.shared_reads += 1
+        return super().read_packed(hostgroups)
+
+    def read_rows(self, hostgroups: Iterable[int]) -> ClusterRows:
+        self.own_reads += 1
+        return super().read_rows(hostgroups)
+
+
+OTHER = Hostgroups(200, 201, 202, 9200, 8200, 8201)
+
+
+def moved(rows: list[ServerRow], hostgroups: Hostgroups) -> list[ServerRow]:
+    """The rows of a cluster on HG, as another cluster's on `hostgroups` and ports 10 higher."""
+    to = dict(zip(HG.all, hostgroups.all, strict=True))
+    return [replace(r, hostgroup_id=to[r.hostgroup_id], port=r.port + 10) for r in rows]
+
+
+def test_a_daemons_clusters_take_their_rows_from_one_read(tmp_path: Path) -> None:
+    one = galera_settings(tmp_path)
+    main = one.clusters[0]
+    settings = replace(one, clusters=(main, replace(main, name="other", hostgroups=OTHER)))
+    # the other cluster's writer is not yet where it belongs: its first pass loads
+    proxy = OneProxy([*templates(), *steady(N1), *moved(templates(), OTHER)])
+    now = [100.0]
+
+    def connect(given: Settings, deadline: Deadline | None = None) -> AdminClient:
+        return proxy
+
+    ports = Ports(
+        connect_admin=connect,
+        new_prober=lambda _s: cast(Prober, HealthyProber()),
+        clock=lambda: now[0],
+        monotonic=lambda: now[0],
+    )
+    fleet = Fleet(settings, galera_kind(), persistent=True, ports=ports)
+    main_runner, other_runner = (fleet.new_runner(c) for c in settings.clusters)
+    try:
+        assert main_runner.run(Mode.APPLY).outcome is Outcome.UNCHANGED
+        now[0] += 0.001
+        assert other_runner.run(Mode.APPLY).outcome is Outcome.CHANGED
+        assert (proxy.shared_reads, proxy.own_reads) == (1, 0), "both from one read"
+        now[0] += 0.001
+        assert other_runner.run(Mode.APPLY).outcome is Outcome.UNCHANGED
+        assert proxy.shared_reads == 2, "a pass after its own LOAD reads again"
+        now[0] += 0.001
+        assert main_runner.run(Mode.APPLY).outcome is Outcome.UNCHANGED
+        assert proxy.shared_reads == 2, "the other's LOAD is not this cluster's"
+        now[0] += 1.0
+        for runner in (main_runner, other_runner):
+            assert runner.run(Mode.APPLY).outcome is Outcome.UNCHANGED
+        assert (proxy.shared_reads, proxy.own_reads) == (3, 0), "a second later: one read"
+    finally:
+        main_runner.close()
+        other_runner.close()
         fleet.close()
