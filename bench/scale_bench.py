@@ -30,6 +30,7 @@ import argparse
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from bench.common import Lab, admin_client
 from checker_core.core.schema import Checker
@@ -106,6 +108,9 @@ class DaemonRun:
     # that made none counts as 0): how fairly the daemon shared its CPU out
     fewest: int = 0
     most: int = 0
+    failed: int = 0  # passes whose outcome is "failed"
+    # the commonest reason of the failed ones (their numbers aside): how many, and the last
+    failed_why: str = ""
 
 
 def cpu_ticks(pid: int) -> int:
@@ -185,7 +190,21 @@ def daemon_run(
             early=sum(1 for line in lines if line.get("event") == "watch"),
             fewest=min((len(at.get(name, ())) for name, _ in fleet.clusters), default=0),
             most=max((len(times) for times in at.values()), default=0),
+            **failures(passes),
         )
+
+
+def failures(passes: list[dict[str, object]]) -> dict[str, Any]:
+    """How many passes failed, and the commonest reason among them (its numbers as #)."""
+    failed = [p for p in passes if p.get("outcome") == "failed"]
+    by_pattern: dict[str, list[str]] = defaultdict(list)
+    for line in failed:
+        reason = str(line.get("reason", ""))
+        by_pattern[re.sub(r"\d+(\.\d+)?", "#", reason)].append(reason)
+    if not by_pattern:
+        return {"failed": 0, "failed_why": ""}
+    commonest = max(by_pattern.values(), key=len)
+    return {"failed": len(failed), "failed_why": f"{len(commonest)} x, e.g. {commonest[-1][:160]}"}
 
 
 def pass_start(line: dict[str, object]) -> float:
@@ -242,7 +261,8 @@ def clusters_table(
     print(f"\ndaemon CPU against clusters of 3 nodes (interval {args.interval_ms} ms, {watch})")
     print(
         f"{'clusters':>8} {'queues':>8} {'CPU %':>6} {'passes':>7} "
-        f"{'longest pass ms':>16} {'longest gap ms':>15} {'early':>6} {'per cluster':>12}"
+        f"{'longest pass ms':>16} {'longest gap ms':>15} {'early':>6} {'per cluster':>12} "
+        f"{'failed':>7}"
     )
     runs = [("this checkout", None)]
     if args.baseline:
@@ -264,8 +284,10 @@ def clusters_table(
                     f"{clusters:>8} {'changing' if changing else 'quiet':>8} "
                     f"{ran.cpu_percent:>6.1f} {ran.passes:>7} {ran.longest_pass_ms:>16.1f} "
                     f"{ran.longest_gap_ms:>15.1f} {ran.early:>6} "
-                    f"{f'{ran.fewest}-{ran.most}':>12}  {label}"
+                    f"{f'{ran.fewest}-{ran.most}':>12} {ran.failed:>7}  {label}"
                 )
+                if ran.failed_why:
+                    print(f"{'':>8} failed most often: {ran.failed_why}")
 
 
 if __name__ == "__main__":

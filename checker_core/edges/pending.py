@@ -88,6 +88,15 @@ class PendingProbes:
             self.exchange = prober.exchange()
         return self.exchange
 
+    def release(self) -> None:
+        """No collect is coming (the pass ended before it): the answers already in are read,
+        which gives their connections back to the prober; the questions still out are
+        abandoned with their connections (a late answer cannot be told from the next)."""
+        exchange = self.exchange
+        if exchange is not None and exchange.busy:
+            exchange.step(0)
+            exchange.abandon()
+
     def collect(
         self,
         deadline: float,

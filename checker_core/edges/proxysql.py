@@ -106,6 +106,10 @@ class AdminClient:
     _timeout_s: float = 0.0
     # how long the last statement took to answer (seconds): what an apply's round trips cost
     round_trip_s: float = 0.0
+    # False from a statement's first byte sent until its whole answer is read: a connection
+    # left so (a timeout, a lost answer) cannot be asked again; one cut short between its
+    # statements (a pass's deadline at a step) can
+    in_step: bool = True
 
     def __init__(
         self, conn: pymysql.connections.Connection[Any], where: str, timeout_s: float = 0.0
@@ -169,10 +173,12 @@ class AdminClient:
         timeout (None: the configured one, nothing to change)."""
         deadline = self._deadline
         if deadline is None:
+            self.in_step = False
             return None
         if deadline.expired():
             raise deadline.cut_short()
         left = deadline.left()
+        self.in_step = False
         return left if left < self._timeout_s else None
 
     def _statement_timeout(self, bounded: float | None) -> None:
@@ -229,6 +235,7 @@ class AdminClient:
                 changed = cur.execute(sql, tuple(params) if params else None)
                 found = list(cur.fetchall())
             self.round_trip_s = time.monotonic() - began
+            self.in_step = True
             return found, changed
         except pymysql.err.OperationalError as exc:
             cut = self._cut_by_deadline(bounded, exc)
@@ -322,6 +329,7 @@ class AdminClient:
         except Exception as exc:  # a lost connection, as PyMySQL says it
             raise AdminUnreachable(f"{self.where}: connection lost ({reason(exc)})") from None
         self.round_trip_s = time.monotonic() - began
+        self.in_step = True
         if answer is None:
             return buf, None  # the answer of last time, whole: nothing to decode
         first = wire.decoded(conn, answer[0])

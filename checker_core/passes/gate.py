@@ -44,10 +44,17 @@ def no_roster(roster_size: int, hostgroups: Sequence[int]) -> Stop | None:
     )
 
 
-def probe_time_left(started: float, now: float, run: RunSettings) -> Stop | None:
+def probe_time_left(
+    started: float, now: float, run: RunSettings, *, probed_late: int = 1
+) -> Stop | None:
     """A node must not be judged down on a probe the pass left it no time for: a pass whose
     reads of ProxySQL took more than half the probes' share (monotonic times) ends before any
-    probe is judged."""
+    probe is judged. `probed_late`: how many of the roster's nodes are probed only now, after
+    the reads; with none, every probe began with the pass and had its whole share, however
+    long the reads took (a daemon's steady pass, or a scheduler pass whose state file named
+    the roster), and the pass goes on."""
+    if probed_late == 0:
+        return None
     budget = run.probe_budget_ms / 1000
     left = started + budget - now
     if left >= budget * MIN_PROBE_SHARE_LEFT:

@@ -3,8 +3,9 @@ take, and the roster's probes (those begun while the rows were read, and the res
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,8 +18,10 @@ if TYPE_CHECKING:
     from checker_core.core.probes import ProbeResult
     from checker_core.core.settings import ClusterSettings, Settings
     from checker_core.edges.backend import Prober
+    from checker_core.edges.deadline import Deadline
     from checker_core.edges.pending import PendingProbes
     from checker_core.edges.proxysql import AdminClient
+    from checker_core.passes.shared_rows import SharedRows
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +35,39 @@ class PassRead:
     memory: Mapping[NodeAddress, NodeMemory]
     pending: PendingProbes | None
     probe_deadline: float  # monotonic: every probe of the pass ends by then
+
+    def probed_late(self) -> int:
+        """How many of the roster's nodes had no probe begun with the pass (new to it)."""
+        begun = set(self.pending.nodes) if self.pending is not None else set()
+        return sum(1 for node in self.view.roster.addresses if node not in begun)
+
+    @contextlib.contextmanager
+    def settled(self) -> Iterator[None]:
+        """The pass's steps; however they end, probes begun and never collected are let go
+        (their answers already in are taken, their connections kept; the rest dropped)."""
+        try:
+            yield
+        finally:
+            if self.pending is not None:
+                self.pending.release()
+
+
+def cluster_rows(
+    shared: SharedRows | None,
+    admin: AdminClient,
+    cluster: ClusterSettings,
+    began_wrote: tuple[float, float],
+    deadline: Deadline,
+) -> ClusterRows:
+    """The cluster's rows for a pass that began, and whose runner last wrote, at
+    `began_wrote` (monotonic): from a daemon's shared read (shared_rows.py: one begun after
+    the write, and not long before the pass), else read on the runner's own connection."""
+    hostgroups = cluster.hostgroups.all
+    if shared is not None:
+        rows = shared.rows(hostgroups, *began_wrote, deadline)
+        if rows is not None:
+            return rows
+    return admin.read_rows(hostgroups)
 
 
 def probe_roster(

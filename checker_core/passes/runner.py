@@ -36,7 +36,7 @@ from checker_core.passes.ledger import Ledger
 from checker_core.passes.plugin import AdviceInput, AfterPass, CheckerKind
 from checker_core.passes.ports import Ports
 from checker_core.passes.proxy_facts import ProxyFacts
-from checker_core.passes.read import PassRead, probe_roster, silent_probe_wait_s
+from checker_core.passes.read import PassRead, cluster_rows, probe_roster, silent_probe_wait_s
 from checker_core.passes.result import (
     Mode,
     Outcome,
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 
     from checker_core.core.hysteresis import NodeMemory
     from checker_core.core.leadership import Leadership, ProxyAddress
-    from checker_core.core.model import ClusterRows
     from checker_core.core.probes import ProbeResult
     from checker_core.core.settings import ClusterSettings, Settings
     from checker_core.core.whatif import Assumed
@@ -180,7 +179,10 @@ class PassRunner:
             failed = f"apply failed, live rows unchanged: {exc}"
             return self.ledger.finish(progress, Outcome.FAILED, failed)
         except (AdminError, PassTimeout) as exc:
-            self.drop_admin()
+            if isinstance(exc, AdminError) or not getattr(self._admin, "in_step", False):
+                # a pass cut short between statements (waiting for a step, or for the shared
+                # read) leaves its connection as good as it was: kept, not made anew
+                self.drop_admin()
             if progress.loaded:
                 return self.ledger.loaded_then_failed(cluster.name, progress, str(exc))
             said = f"{exc}; nothing loaded" if isinstance(exc, PassTimeout) else str(exc)
@@ -203,49 +205,54 @@ class PassRunner:
         cluster = self._pinned(cluster)
         deadline.check()
         read = self._read(cluster, progress, deadline)
-        stop = gate.no_roster(len(read.view.roster.nodes), cluster.hostgroups.all)
-        run = self.settings.run
-        stop = stop or gate.probe_time_left(progress.started, self.monotonic(), run)
-        if stop is not None:
-            return self.ledger.finish(progress, stop.outcome, stop.reason)
-        # asked while the probes are under way: for a proxy without peers, the usual case,
-        # these questions then cost the pass no wait of their own
-        self.facts.refuse_native_manager(read.admin, cluster)
-        listed = self.facts.listed_peers(read.admin)
-        deadline.check()
-        probes = probe_roster(self.prober, read, cluster, self.clock())
-        deadline.check()
-        stop = gate.monitor_refused(probes, self.settings.monitor.user)
-        if stop is not None:
-            return self.ledger.finish(progress, stop.outcome, stop.reason)
-        decision = self._decide(cluster, mode, read, probes, progress)
-        stop = gate.blind(decision)
-        if stop is not None:
-            # no LOAD, no staging repair, no counter saved: the pass saw nothing to act on
-            return self.ledger.finish(progress, stop.outcome, stop.reason)
-        save_owed = self._plan(cluster, read, decision, progress)
-        deadline.check()
-        leadership = self._lead(read.admin, listed, decision, mode, progress)
-        if mode is not Mode.APPLY:
-            self._act_on_nodes(progress, cluster, acting=False)
-            return self.ledger.finish(progress, Outcome.PLANNED, "planned")
-        deadline.check()
-        paused = self.store.paused(cluster.name)
-        stop = gate.may_apply(leadership, decision.plan.needs_load, paused)
-        with writes_allowed(self.write_gate, self._lock_path(progress), deadline, self.monotonic):
-            if stop is None and listed and decision.plan.needs_load:
-                stop = self.facts.second_taken(read.admin)
+        with read.settled():  # probes it never collects, when it ends early, are let go
+            stop = gate.no_roster(len(read.view.roster.nodes), cluster.hostgroups.all)
+            run, late = self.settings.run, read.probed_late()
+            stop = stop or gate.probe_time_left(
+                progress.started, self.monotonic(), run, probed_late=late
+            )
             if stop is not None:
-                return self.ledger.hold(cluster.name, decision, stop, progress)
-            time_to_apply(deadline, read.admin, len(progress.statements))
-            applied = self._apply(read, decision, progress, save_owed=save_owed)
-        self.ledger.after_apply(
-            cluster.name, read.rows, decision, applied, progress, save_owed=save_owed
-        )
-        self._act_on_nodes(progress, cluster, acting=True)
-        self._put_back_delay(read.admin, cluster.name, progress)
-        outcome = Outcome.CHANGED if applied.loaded else Outcome.UNCHANGED
-        return self.ledger.finish(progress, outcome, outcome.label)
+                return self.ledger.finish(progress, stop.outcome, stop.reason)
+            # asked while the probes are under way: for a proxy without peers, the usual case,
+            # these questions then cost the pass no wait of their own
+            self.facts.refuse_native_manager(read.admin, cluster)
+            listed = self.facts.listed_peers(read.admin)
+            deadline.check()
+            probes = probe_roster(self.prober, read, cluster, self.clock())
+            deadline.check()
+            stop = gate.monitor_refused(probes, self.settings.monitor.user)
+            if stop is not None:
+                return self.ledger.finish(progress, stop.outcome, stop.reason)
+            decision = self._decide(cluster, mode, read, probes, progress)
+            stop = gate.blind(decision)
+            if stop is not None:
+                # no LOAD, no staging repair, no counter saved: the pass saw nothing to act on
+                return self.ledger.finish(progress, stop.outcome, stop.reason)
+            save_owed = self._plan(cluster, read, decision, progress)
+            deadline.check()
+            leadership = self._lead(read.admin, listed, decision, mode, progress)
+            if mode is not Mode.APPLY:
+                self._act_on_nodes(progress, cluster, acting=False)
+                return self.ledger.finish(progress, Outcome.PLANNED, "planned")
+            deadline.check()
+            paused = self.store.paused(cluster.name)
+            stop = gate.may_apply(leadership, decision.plan.needs_load, paused)
+            with writes_allowed(
+                self.write_gate, self._lock_path(progress), deadline, self.monotonic
+            ):
+                if stop is None and listed and decision.plan.needs_load:
+                    stop = self.facts.second_taken(read.admin)
+                if stop is not None:
+                    return self.ledger.hold(cluster.name, decision, stop, progress)
+                time_to_apply(deadline, read.admin, len(progress.statements))
+                applied = self._apply(read, decision, progress, save_owed=save_owed)
+            self.ledger.after_apply(
+                cluster.name, read.rows, decision, applied, progress, save_owed=save_owed
+            )
+            self._act_on_nodes(progress, cluster, acting=True)
+            self._put_back_delay(read.admin, cluster.name, progress)
+            outcome = Outcome.CHANGED if applied.loaded else Outcome.UNCHANGED
+            return self.ledger.finish(progress, outcome, outcome.label)
 
     # ------------------------------------------------------------ the steps, in order
 
@@ -297,28 +304,13 @@ class PassRunner:
         probe_deadline = progress.started + self.settings.run.probe_budget_ms / 1000
         pending = self.prober.start(early, probe_deadline) if early else None
         admin = self.admin(deadline)
-        rows = self._rows(cluster, admin, progress.started, deadline)
+        rows = cluster_rows(
+            self._shared_rows, admin, cluster, (progress.started, self._applied_at), deadline
+        )
         view = self._kept.view(rows, cluster) if self._kept else view_of(rows, cluster)
         if self.persistent:
             self._last_roster = view.roster.addresses
         return PassRead(admin, rows, view, memory, pending, probe_deadline)
-
-    def _rows(
-        self, cluster: ClusterSettings, admin: AdminClient, started: float, deadline: Deadline
-    ) -> ClusterRows:
-        """The cluster's rows: from the daemon's shared read, one begun at most MAX_AGE_S
-        before this pass and after this runner's last apply step, else read here."""
-        hostgroups = cluster.hostgroups.all
-        if self._shared_rows is not None:
-            from checker_core.passes.shared_rows import MAX_AGE_S
-
-            # a read begun after the apply step ended, strictly: one begun on the same tick
-            # may have been answered before the write
-            since = max(started - MAX_AGE_S, math.nextafter(self._applied_at, math.inf))
-            rows = self._shared_rows.rows(hostgroups, since, deadline)
-            if rows is not None:
-                return rows
-        return admin.read_rows(hostgroups)
 
     def _decide(
         self,

@@ -1,18 +1,23 @@
 """One read of ProxySQL's rows for every cluster of a daemon, instead of one per cluster's pass.
 
-ProxySQL's admin builds `runtime_mysql_servers` afresh for every SELECT that reads it: about
-2.6 ms of its CPU a read, measured with 200 clusters (docs/scaling.md). A daemon whose clusters
-each read their own rows every pass asks it hundreds of times a second and overloads it: the
-reads time out and the passes fail, every cluster's alike. Here a pass takes its cluster's rows
-out of a read of every cluster's hostgroups that began at most MAX_AGE_S before the pass did,
-and after anything its own runner wrote (`since`): a read under way when the pass begins is
-waited for, else the pass reads, and passes that begin meanwhile take their rows from it. The
-reads never exceed one at a time, nor (in the steady state) 1 / MAX_AGE_S a second however many
-clusters there are.
+ProxySQL's admin builds `runtime_mysql_servers` afresh, for every server it has, for every
+SELECT that reads it: with 200 clusters of 3 nodes (3,000 rows), one read cost ProxySQL 31 ms
+of CPU (docs/scaling.md). A daemon whose clusters each read their own rows every pass asks it
+hundreds of times a second and overloads it: the reads time out and the passes fail, every
+cluster's alike. Here a pass takes its cluster's rows out of one read of every cluster's
+hostgroups, begun after anything its own runner wrote and not long before the pass began: a
+read under way when the pass begins is waited for, else the pass reads, and the passes that
+begin meanwhile take their rows from it. There is never more than one read at a time.
 
-What a pass decides from stays as fresh as its own read would be, within MAX_AGE_S: its own
+How old a read may be when a pass begins follows what reading costs (`max_age_s`): MIN_AGE_S,
+or READ_SHARE times the last read's time when that is more (ProxySQL then spends at most about
+1 / READ_SHARE of its time answering this daemon's reads), never more than half the interval
+between a cluster's passes.
+
+What a pass decides from stays as fresh as its own read would be, within that age: its own
 writes are always seen, and every write is checked again under the write gate before its LOAD
-(edges/proxysql_apply.py reads staging back), never trusted to these rows.
+(edges/proxysql_apply.py reads staging back), never trusted to these rows. The nodes' answers,
+from which a pass decides who is healthy, are never shared.
 
 One cluster never fails for another's sake: a row that cannot be read fails only the passes
 of the clusters whose hostgroups hold it, and a read cut short by its reader's own deadline
@@ -22,6 +27,7 @@ statement refused) is what every waiting pass gets, as its own read would have g
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -35,14 +41,16 @@ if TYPE_CHECKING:
     from checker_core.edges.deadline import Deadline
     from checker_core.edges.proxysql import AdminClient
 
-# how much older than its pass a shared read may be (seconds): 20 reads a second at most
-MAX_AGE_S = 0.05
+# how much older than its pass a shared read may be, at least (seconds), and the multiple of a
+# read's own time it may be (see max_age_s)
+MIN_AGE_S = 0.05
+READ_SHARE = 10
 # where a line whose hostgroup cannot be read is filed. ProxySQL's column is an integer and the
 # read asks for the covered hostgroups only, so none is expected; should one come, every pass
 # reads it and says what is wrong with it rather than lose a row it cannot place
 _UNKNOWN = -1
 
-Lines = tuple[tuple[str, tuple[str | None, ...]], ...]
+Lines = tuple[str, ...]  # lines of rows_as_one_value, still packed
 
 
 class _Read:
@@ -80,6 +88,7 @@ class SharedRows:
         self._admin: AdminClient | None = None  # the reader's alone
         # each cluster's rows, made once per answer: the same object while nothing changed
         self._made: dict[tuple[int, ...], tuple[str, ClusterRows]] = {}
+        self._read_s = 0.0  # how long the last answered read took
         self.reads = 0  # how many reads ProxySQL answered or failed
         self.waiting = 0  # passes waiting for the read under way now
         self.cover(settings)
@@ -93,13 +102,21 @@ class SharedRows:
                 self._covered = covered
                 self._last = None  # a read of the old set holds none of the new hostgroups
 
+    def max_age_s(self) -> float:
+        """How much older than a pass the read its rows come from may be (see the module)."""
+        cap = self._settings.run.interval_ms / 2000
+        return min(cap, max(MIN_AGE_S, READ_SHARE * self._read_s))
+
     def rows(
-        self, hostgroups: Iterable[int], since: float, deadline: Deadline
+        self, hostgroups: Iterable[int], began: float, wrote: float, deadline: Deadline
     ) -> ClusterRows | None:
-        """The rows of `hostgroups` from a read begun at `since` or later; None when this
-        source does not read them (not covered, or closed): the caller reads them itself.
-        Raises the read's AdminError, BadRow for one of these hostgroups' rows, or PassTimeout
-        when the deadline comes first."""
+        """The rows of `hostgroups` for a pass that began at `began`, whose runner last wrote
+        at `wrote` (monotonic): from a read begun no more than max_age_s before the pass, and
+        after the write (strictly: one begun on the same tick may have been answered before
+        it). None when this source does not read them (not covered, or closed): the caller
+        reads them itself. Raises the read's AdminError, BadRow for one of these hostgroups'
+        rows, or PassTimeout when the deadline comes first."""
+        since = max(began - self.max_age_s(), math.nextafter(wrote, math.inf))
         wanted = tuple(sorted(set(hostgroups)))
         while True:
             done = self._read_since(wanted, since, deadline)
@@ -145,6 +162,7 @@ class SharedRows:
                 text = admin.read_packed(mine.covered)
             finally:
                 admin.bound_by(None)
+            self._read_s = self._monotonic() - mine.started
         except AdminError as exc:
             self._drop()
             mine.failed = exc
@@ -155,8 +173,12 @@ class SharedRows:
             self._ended(None)
             raise
         else:
+            last = self._last
             mine.text = text
-            mine.by_hostgroup = _by_hostgroup(text)
+            if last is not None and last.text == text:
+                mine.by_hostgroup = last.by_hostgroup  # the steady state: filed already
+            else:
+                mine.by_hostgroup = _by_hostgroup(text)
         self._ended(mine)
         return mine
 
@@ -181,7 +203,8 @@ class SharedRows:
         runtime: list[ServerRow] = []
         staging: list[ServerRow] = []
         for hostgroup in (*wanted, _UNKNOWN):
-            for source, values in read.by_hostgroup.get(hostgroup, ()):
+            for line in read.by_hostgroup.get(hostgroup, ()):
+                source, values = unpacked(line)
                 row = ServerRow.from_admin(values)
                 (runtime if source == "r" else staging).append(row)
         rows = ClusterRows(runtime=sort_rows(runtime), staging=sort_rows(staging))
@@ -211,14 +234,14 @@ class SharedRows:
 
 
 def _by_hostgroup(text: str) -> dict[int, Lines]:
-    """A read's lines by the hostgroup they name; one whose hostgroup cannot be read is filed
-    under _UNKNOWN (every cluster's pass then reads it, and says what is wrong with it)."""
-    found: dict[int, list[tuple[str, tuple[str | None, ...]]]] = {}
+    """A read's lines by the hostgroup they name, each line left packed (a pass unpacks only
+    its own cluster's); one whose hostgroup cannot be read is filed under _UNKNOWN."""
+    found: dict[int, list[str]] = {}
     for line in text.split("\n") if text else ():
-        source, values = unpacked(line)
+        first = line.partition("|")[2].partition("|")[0]
         try:
-            hostgroup = int(values[0]) if values and values[0] is not None else _UNKNOWN
+            hostgroup = int(bytes.fromhex(first[1:]).decode()) if first[:1] == "x" else _UNKNOWN
         except ValueError:
             hostgroup = _UNKNOWN
-        found.setdefault(hostgroup, []).append((source, values))
+        found.setdefault(hostgroup, []).append(line)
     return {h: tuple(lines) for h, lines in found.items()}

@@ -35,7 +35,7 @@ class HeldPending(PendingProbes):
 
     def __init__(self, nodes: tuple[NodeAddress, ...], release: threading.Event) -> None:
         super().__init__(nodes, time.monotonic())
-        self.release = release
+        self.answers = release
 
     def collect(
         self,
@@ -43,16 +43,16 @@ class HeldPending(PendingProbes):
         only: Collection[NodeAddress] | None = None,
         enough: Mapping[NodeAddress, float] | None = None,
     ) -> dict[NodeAddress, ProbeResult]:
-        self.release.wait(RELEASE_TIMEOUT_S)
+        self.answers.wait(RELEASE_TIMEOUT_S)
         return {n: probe_ok(n) for n in self.nodes if only is None or n in only}
 
 
 class HangingProber(HealthyProber):
     def __init__(self, release: threading.Event) -> None:
-        self.release = release
+        self.answers = release
 
     def start(self, nodes: Sequence[NodeAddress], deadline: float) -> PendingProbes:
-        return HeldPending(tuple(nodes), self.release)
+        return HeldPending(tuple(nodes), self.answers)
 
 
 class WriterDownProber(HealthyProber):

@@ -58,6 +58,14 @@ def test_probe_time_left(spent_ms: int, stops: bool, line: str | None) -> None:
     assert stop.reason == f"{line} to probe; nothing changed"
 
 
+@pytest.mark.parametrize("spent_ms", [301, 700, 5000])
+def test_reads_of_any_length_leave_probes_begun_with_the_pass_their_time(spent_ms: int) -> None:
+    """Every roster node's probe began with the pass: each had its whole share already."""
+    later = 100.0 + spent_ms / 1000
+    assert gate.probe_time_left(100.0, later, run_settings(), probed_late=0) is None
+    assert gate.probe_time_left(100.0, later, run_settings(), probed_late=1) is not None
+
+
 @pytest.mark.parametrize(
     ("probes", "refused"),
     [

@@ -21,8 +21,8 @@ from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.result import Mode, Outcome
 from checker_core.passes.runner import PassRunner
 from tests.unit.config_cases import galera_runner
-from tests.unit.fakes import ports
-from tests.unit.galera_cases import N1, N2, N3, NODES, probe_ok, rows_of, steady
+from tests.unit.fakes import MemoryAdmin, ports
+from tests.unit.galera_cases import N1, N2, N3, NODES, probe_ok, rows_of, steady, templates
 
 N4 = NodeAddress("127.0.0.1", 3314)
 
@@ -214,3 +214,125 @@ def test_the_proxy_is_asked_about_its_peers_while_the_probes_are_under_way(
 
     assert one_pass(one_shot)[0] is Outcome.UNCHANGED
     assert events[:4] == [ALL, "read rows", "admin query", "probes collected"]
+
+
+class SlowRowsAdmin(RecordingAdmin):
+    """ProxySQL's rows take `seconds` of the pass's clock to read (a busy proxy, or a daemon
+    short of CPU)."""
+
+    def __init__(self, rows: ClusterRows, events: list[str], clock: list[float]) -> None:
+        super().__init__(rows, events)
+        self.clock = clock
+        self.seconds = 0.0
+
+    def read_rows(self, hostgroups: Iterable[int]) -> ClusterRows:
+        self.clock[0] += self.seconds
+        return super().read_rows(hostgroups)
+
+
+@pytest.mark.parametrize("persistent", [True, False], ids=["daemon", "scheduler"])
+def test_a_slow_read_fails_no_pass_whose_probes_began_with_it(
+    tmp_path: Path, persistent: bool
+) -> None:
+    """Reading ProxySQL took most of the probes' share: the probes that began with the pass had
+    it all the same, so the pass goes on; a node new to the roster, probed only after the read,
+    would have had no time, and that pass stops before judging anyone."""
+    events: list[str] = []
+    clock = [100.0]
+    admin = SlowRowsAdmin(rows_of(steady(N1)), events, clock)
+    runner = galera_runner(
+        tmp_path,
+        persistent,
+        **ports(cast(AdminClient, admin), RecordingProber(events), monotonic=lambda: clock[0]),
+    )
+    budget_s = runner.settings.run.probe_budget_ms / 1000
+    try:
+        assert runner.run(Mode.APPLY).outcome is Outcome.UNCHANGED  # the roster learnt
+        admin.seconds = budget_s * 0.9
+        assert runner.run(Mode.APPLY).outcome is Outcome.UNCHANGED
+        # a node new to the roster (its template row): probed only once the rows are read
+        admin.rows = rows_of(steady(N1), weights={N1: 1000, N2: 500, N3: 100, N4: 10})
+        result = runner.run(Mode.APPLY)
+        assert result.outcome is Outcome.FAILED
+        assert "to probe; nothing changed" in result.message
+    finally:
+        runner.close()
+
+
+class CountedAdmin(MemoryAdmin):
+    """An admin in memory whose rows take `seconds` of the pass's clock, and whose last
+    statement may be left unanswered (`in_step` False), counting its closes."""
+
+    def __init__(self, clock: list[float]) -> None:
+        super().__init__([*templates(), *steady(N1)])
+        self.clock = clock
+        self.seconds = 0.0
+        self.leave_out_of_step = False
+        self.closes = 0
+
+    def read_rows(self, hostgroups: Iterable[int]) -> ClusterRows:
+        self.clock[0] += self.seconds
+        if self.leave_out_of_step:
+            self.in_step = False
+        return super().read_rows(hostgroups)
+
+    def close(self) -> None:
+        self.closes += 1
+
+
+def test_a_pass_cut_short_between_statements_keeps_its_connection(tmp_path: Path) -> None:
+    clock = [100.0]
+    admin = CountedAdmin(clock)
+    connects: list[CountedAdmin] = []
+
+    def connect() -> AdminClient:
+        connects.append(admin)
+        return admin
+
+    runner = galera_runner(
+        tmp_path,
+        True,
+        **ports(connect, RecordingProber([]), monotonic=lambda: clock[0]),
+    )
+    try:
+        assert runner.run(Mode.APPLY).outcome is Outcome.UNCHANGED
+        admin.seconds = runner.settings.run.max_runtime_ms / 1000 * 1.1
+        cut = runner.run(Mode.APPLY)
+        assert cut.outcome is Outcome.FAILED and "cut short" in cut.message
+        assert (admin.closes, len(connects)) == (0, 1), "its statements were all answered"
+        admin.leave_out_of_step = True
+        assert runner.run(Mode.APPLY).outcome is Outcome.FAILED
+        assert admin.closes == 1, "a statement left unanswered: the connection goes"
+        admin.seconds, admin.leave_out_of_step, admin.in_step = 0.0, False, True
+        assert runner.run(Mode.APPLY).outcome is Outcome.UNCHANGED
+        assert len(connects) == 2
+    finally:
+        runner.close()
+
+
+class Asked:
+    """The exchange of a pass's early probes, as far as letting them go uses it."""
+
+    def __init__(self, busy: bool) -> None:
+        self.busy = busy
+        self.calls: list[str] = []
+
+    def step(self, timeout_s: float) -> list[ProbeResult]:
+        self.calls.append(f"step {timeout_s}")
+        return []
+
+    def abandon(self) -> tuple[NodeAddress, ...]:
+        self.calls.append("abandon")
+        self.busy = False
+        return ()
+
+
+@pytest.mark.parametrize(("busy", "calls"), [(True, ["step 0", "abandon"]), (False, [])])
+def test_probes_a_pass_never_collected_are_read_then_let_go(busy: bool, calls: list[str]) -> None:
+    """Answers already in are read (their connections go back to the prober) before the
+    questions still out are abandoned; probes all collected leave nothing to do."""
+    pending = PendingProbes(NODES, 0.0)
+    exchange = Asked(busy)
+    pending.exchange = cast(Any, exchange)
+    pending.release()
+    assert exchange.calls == calls
