@@ -54,6 +54,7 @@ from tests.lab.simnodes import SimNodes
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 WARM_UP_S = 3.0
+CONVERGE_S = 30.0
 
 
 def seed(lab: Lab, fleet: Fleet) -> None:
@@ -111,6 +112,9 @@ class DaemonRun:
     failed: int = 0  # passes whose outcome is "failed"
     # the commonest reason of the failed ones (their numbers aside): how many, and the last
     failed_why: str = ""
+    # how long after its start every cluster had a pass that found nothing to change (None:
+    # not within the bound; the measurement then began anyway)
+    converge_s: float | None = None
 
 
 def cpu_ticks(pid: int) -> int:
@@ -150,20 +154,34 @@ def daemon_run(
         )
         lines: list[dict[str, object]] = []
         measuring = threading.Event()
+        # the clusters whose pass found nothing to change: the layout every cluster converges
+        # to (the seed holds the rosters alone, so each cluster's first passes load it)
+        settled: set[str] = set()
+        converged = threading.Event()
 
         def read() -> None:
             assert daemon.stderr is not None
             for raw in daemon.stderr:
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    continue
                 if measuring.is_set():
-                    try:
-                        lines.append(json.loads(raw))
-                    except ValueError:
-                        continue
+                    lines.append(line)
+                elif line.get("event") == "pass" and line.get("outcome") == "unchanged":
+                    settled.add(str(line.get("cluster")))
+                    if len(settled) == clusters:
+                        converged.set()
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
+        began = time.monotonic()
         try:
-            time.sleep(WARM_UP_S + clusters * 0.05)  # connects and first passes, not measured
+            # connects and the first passes, not measured: until every cluster's pass found
+            # its layout in place, within a bound
+            time.sleep(WARM_UP_S)
+            converged.wait(CONVERGE_S + clusters * 0.3)
+            converge_s = time.monotonic() - began if converged.is_set() else None
             measuring.set()
             before, started = cpu_ticks(daemon.pid), time.monotonic()
             time.sleep(seconds)
@@ -191,6 +209,7 @@ def daemon_run(
             fewest=min((len(at.get(name, ())) for name, _ in fleet.clusters), default=0),
             most=max((len(times) for times in at.values()), default=0),
             **failures(passes),
+            converge_s=converge_s,
         )
 
 
@@ -199,7 +218,7 @@ def failures(passes: list[dict[str, object]]) -> dict[str, Any]:
     failed = [p for p in passes if p.get("outcome") == "failed"]
     by_pattern: dict[str, list[str]] = defaultdict(list)
     for line in failed:
-        reason = str(line.get("reason", ""))
+        reason = str(line.get("reason") or line.get("summary") or line)
         by_pattern[re.sub(r"\d+(\.\d+)?", "#", reason)].append(reason)
     if not by_pattern:
         return {"failed": 0, "failed_why": ""}
@@ -286,6 +305,10 @@ def clusters_table(
                     f"{ran.longest_gap_ms:>15.1f} {ran.early:>6} "
                     f"{f'{ran.fewest}-{ran.most}':>12} {ran.failed:>7}  {label}"
                 )
+                converged = (
+                    f"{ran.converge_s:.0f} s" if ran.converge_s is not None else "not converged"
+                )
+                print(f"{'':>8} every cluster in place after {converged}")
                 if ran.failed_why:
                     print(f"{'':>8} failed most often: {ran.failed_why}")
 

@@ -20,7 +20,7 @@ from checker_core.edges.admin_errors import AdminError
 from checker_core.edges.memory import StateStore
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.ports import Ports
-from checker_core.passes.proxy_facts import RECHECK_S
+from checker_core.passes.proxy_facts import RECHECK_S, SharedFacts
 from checker_core.passes.result import Outcome, PassResult
 from checker_core.passes.runner import PassRunner
 
@@ -81,6 +81,9 @@ class Fleet:
 
             shared_rows = SharedRows(settings, self._connect_admin, self.monotonic)
         self.shared_rows = shared_rows
+        # and what they learn of their proxy besides the rows, asked once for all of them
+        several = persistent and len(settings.clusters) > 1
+        self.shared_facts = SharedFacts(settings, self.monotonic) if several else None
 
     # ------------------------------------------------------------ runners
 
@@ -95,6 +98,7 @@ class Fleet:
             write_gate=self.write_gate,
             assumed=self.assumed,
             shared_rows=self.shared_rows,
+            shared_facts=self.shared_facts,
         )
 
     def runner(self, cluster: ClusterSettings) -> PassRunner:

@@ -5,6 +5,8 @@ connection, so a steady pass costs no extra round trip."""
 
 from __future__ import annotations
 
+import math
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -48,8 +50,35 @@ class Recheck(Generic[T]):
         return value
 
 
+class SharedFacts:
+    """What a daemon's runners learn of their one proxy, asked for all of them at once: ProxySQL
+    builds its runtime tables afresh for every SELECT of one (all its servers' rows), so 200
+    clusters asking each every RECHECK_S would cost it 40 such reads a second. Each fact is
+    asked by whichever pass finds it due, for every cluster of `settings`, and then not again
+    for RECHECK_S."""
+
+    def __init__(self, settings: Settings, monotonic: Callable[[], float]) -> None:
+        self.clusters = settings.clusters
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._native: dict[str, str] = {}
+        self._native_until = -math.inf
+        self.alone_until = -math.inf  # no peers found: nobody asks again before this
+
+    def native_refusals(self, admin: AdminClient) -> dict[str, str]:
+        """{cluster: why} for the clusters ProxySQL's own managers manage too."""
+        from checker_core.edges import native
+
+        with self._lock:
+            if self._monotonic() >= self._native_until:
+                self._native = native.conflicts(admin, self.clusters)
+                self._native_until = self._monotonic() + RECHECK_S
+            return self._native
+
+
 class ProxyFacts:
-    """One runner's questions to its proxy besides the rows, and what it remembers of them."""
+    """One runner's questions to its proxy besides the rows, and what it remembers of them.
+    `shared`: a daemon fleet's facts its runners ask once for all (SharedFacts)."""
 
     def __init__(
         self,
@@ -57,11 +86,13 @@ class ProxyFacts:
         store: StateStore,
         persistent: bool,
         monotonic: Callable[[], float],
+        shared: SharedFacts | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.persistent = persistent
         self.monotonic = monotonic
+        self.shared = shared
         # ProxySQL's own managers of our hostgroups: the refusal per cluster
         self._native: Recheck[dict[str, str]] = Recheck({}, monotonic)
         self._variables: Recheck[dict[str, str]] = Recheck({}, monotonic)
@@ -74,9 +105,12 @@ class ProxyFacts:
         written."""
         from checker_core.edges import native
 
-        if self._native.due(admin):
-            self._native.keep(admin, native.conflicts(admin, self.settings.clusters))
-        refused = self._native.value.get(cluster.name)
+        if self.shared is not None:
+            refused = self.shared.native_refusals(admin).get(cluster.name)
+        else:
+            if self._native.due(admin):
+                self._native.keep(admin, native.conflicts(admin, self.settings.clusters))
+            refused = self._native.value.get(cluster.name)
         if refused is not None:
             raise native.NativeConflict(refused)
 
@@ -85,12 +119,16 @@ class ProxyFacts:
         found none a moment ago (a steady pass then costs no extra query)."""
         if self.settings.proxysql.cluster == "off":
             return ()
-        if self.persistent and self.monotonic() < self._alone_until:
+        shared = self.shared
+        alone_until = shared.alone_until if shared is not None else self._alone_until
+        if self.persistent and self.monotonic() < alone_until:
             return ()
         from checker_core.edges.proxysql_peers import list_peers
 
         listed = list_peers(admin)
         if not listed and self.persistent:
+            if shared is not None:
+                shared.alone_until = self.monotonic() + RECHECK_S
             self._alone_until = self.monotonic() + RECHECK_S
         return listed
 

@@ -35,7 +35,7 @@ from checker_core.passes.apply_window import time_to_apply, writes_allowed
 from checker_core.passes.ledger import Ledger
 from checker_core.passes.plugin import AdviceInput, AfterPass, CheckerKind
 from checker_core.passes.ports import Ports
-from checker_core.passes.proxy_facts import ProxyFacts
+from checker_core.passes.proxy_facts import ProxyFacts, SharedFacts
 from checker_core.passes.read import PassRead, cluster_rows, probe_roster, silent_probe_wait_s
 from checker_core.passes.result import (
     Mode,
@@ -77,6 +77,7 @@ class PassRunner:
         write_gate: threading.Lock | None = None,
         assumed: Mapping[NodeAddress, Assumed] | None = None,
         shared_rows: SharedRows | None = None,
+        shared_facts: SharedFacts | None = None,
     ) -> None:
         if len(settings.clusters) != 1:
             raise ValueError(
@@ -99,7 +100,9 @@ class PassRunner:
         self.monotonic = ports.monotonic
         self.assumed: Mapping[NodeAddress, Assumed] = dict(assumed or {})
         self.prober = self._new_prober(settings)
-        self.facts = ProxyFacts(settings, self.store, persistent, ports.monotonic)
+        self.facts = ProxyFacts(
+            settings, self.store, persistent, ports.monotonic, shared=shared_facts
+        )
         self.ledger = Ledger(self.store, settings.run, ports.monotonic)
         self._admin: AdminClient | None = None
         # a daemon's read of every cluster's rows at once (shared_rows.py), and when this

@@ -12,12 +12,14 @@ import pytest
 
 from checker_core.core.model import ClusterRows, Hostgroups, ServerRow
 from checker_core.core.settings import Settings
+from checker_core.edges import native
 from checker_core.edges.backend import Prober
 from checker_core.edges.deadline import Deadline
 from checker_core.edges.proxysql import AdminClient
 from checker_core.passes.fleet import Fleet
 from checker_core.passes.plugin import ActionsDone, AfterPass, CheckerKind, LaterActions
 from checker_core.passes.ports import Ports
+from checker_core.passes.proxy_facts import RECHECK_S
 from checker_core.passes.result import Mode, Outcome
 from checker_core.passes.runner import PassRunner
 from galera_checker.policy import GaleraPolicy
@@ -120,6 +122,14 @@ def moved(rows: list[ServerRow], hostgroups: Hostgroups) -> list[ServerRow]:
     return [replace(r, hostgroup_id=to[r.hostgroup_id], port=r.port + 10) for r in rows]
 
 
+def asked(proxy: MemoryAdmin) -> tuple[int, int]:
+    """How often ProxySQL's native managers and its ProxySQL Cluster peers were asked."""
+    return (
+        sum(1 for sql in proxy.sent if sql == native.QUERY),
+        sum(1 for sql in proxy.sent if "runtime_proxysql_servers" in sql),
+    )
+
+
 def test_a_daemons_clusters_take_their_rows_from_one_read(tmp_path: Path) -> None:
     one = galera_settings(tmp_path)
     main = one.clusters[0]
@@ -154,6 +164,13 @@ def test_a_daemons_clusters_take_their_rows_from_one_read(tmp_path: Path) -> Non
         for runner in (main_runner, other_runner):
             assert runner.run(Mode.APPLY).outcome is Outcome.UNCHANGED
         assert (proxy.shared_reads, proxy.own_reads) == (3, 0), "a second later: one read"
+        # ProxySQL's own managers and its peers: asked once for both clusters, and again
+        # for both once RECHECK_S has passed
+        assert asked(proxy) == (1, 1)
+        now[0] += RECHECK_S
+        for runner in (main_runner, other_runner):
+            assert runner.run(Mode.APPLY).outcome is Outcome.UNCHANGED
+        assert asked(proxy) == (2, 2)
     finally:
         main_runner.close()
         other_runner.close()
