@@ -104,8 +104,10 @@ class AdminClient:
     _deadline: Deadline | None = None
     # each statement's read and write timeout when no deadline bounds it (seconds)
     _timeout_s: float = 0.0
-    # how long the last statement took to answer (seconds): what an apply's round trips cost
+    # how long the last statement took to answer (seconds): what an apply's round trips cost;
+    # and the deadline of the pass it was measured in
     round_trip_s: float = 0.0
+    _measured_for: Deadline | None = None
     # False from a statement's first byte sent until its whole answer is read: a connection
     # left so (a timeout, a lost answer) cannot be asked again; one cut short between its
     # statements (a pass's deadline at a step) can
@@ -167,6 +169,15 @@ class AdminClient:
         """The pass that holds this connection from now on, or None once it is done: its
         statements are bounded by `deadline` (each one's read and write timeout)."""
         self._deadline = deadline
+
+    def fresh_round_trip_s(self) -> float:
+        """What a round trip costs now: the last statement's, when it was this pass's, else
+        one timed here. A daemon's runner may not have asked anything for a while (its rows
+        come from a shared read), and a round trip timed while the proxy was busy says nothing
+        of the proxy now."""
+        if self._deadline is None or self._measured_for is not self._deadline:
+            self.execute("SELECT 1")
+        return self.round_trip_s
 
     def _begin_statement(self) -> float | None:
         """Before a statement: PassTimeout when the pass's time is up, else the statement's
@@ -235,6 +246,7 @@ class AdminClient:
                 changed = cur.execute(sql, tuple(params) if params else None)
                 found = list(cur.fetchall())
             self.round_trip_s = time.monotonic() - began
+            self._measured_for = self._deadline
             self.in_step = True
             return found, changed
         except pymysql.err.OperationalError as exc:
@@ -329,6 +341,7 @@ class AdminClient:
         except Exception as exc:  # a lost connection, as PyMySQL says it
             raise AdminUnreachable(f"{self.where}: connection lost ({reason(exc)})") from None
         self.round_trip_s = time.monotonic() - began
+        self._measured_for = self._deadline
         self.in_step = True
         if answer is None:
             return buf, None  # the answer of last time, whole: nothing to decode

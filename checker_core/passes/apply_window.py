@@ -46,15 +46,17 @@ def writes_allowed(
 
 
 def time_to_apply(deadline: Deadline, admin: AdminClient, statements: int) -> None:
-    """An apply is begun only with time left for all its round trips at the admin's last
-    measured one (gate.apply_time_s); one with nothing to write costs no round trip."""
+    """An apply is begun only with time left for all its round trips at what one costs now
+    (gate.apply_time_s, AdminClient.fresh_round_trip_s); one with nothing to write costs no
+    round trip."""
     if not statements:
         return
     deadline.check()
-    needed = gate.apply_time_s(statements, admin.round_trip_s)
+    round_trip_s = admin.fresh_round_trip_s()
+    needed = gate.apply_time_s(statements, round_trip_s)
     left = deadline.left()
     if left < needed:
         raise deadline.cut_short(
             f"{left * 1000:.0f} ms left, and its {statements} statement(s) need about "
-            f"{needed * 1000:.0f} ms at {admin.round_trip_s * 1000:.1f} ms a round trip"
+            f"{needed * 1000:.0f} ms at {round_trip_s * 1000:.1f} ms a round trip"
         )

@@ -47,6 +47,9 @@ class MemoryAdmin(AdminClient):
             sort_rows(r for r in self.staging.values() if r.hostgroup_id in wanted),
         )
 
+    def fresh_round_trip_s(self) -> float:
+        return self.round_trip_s  # in memory: the round trip it is given, never timed
+
     def read_packed(self, hostgroups: Iterable[int]) -> str:
         """read_rows' rows packed as ProxySQL answers rows_as_one_value: runtime's ('r'), then
         staging's ('m'), each column's text in hex ('x...') or 'n' for NULL."""

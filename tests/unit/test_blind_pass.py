@@ -183,6 +183,9 @@ class FakeAdmin:
 
     round_trip_s = 0.0
 
+    def fresh_round_trip_s(self) -> float:
+        return self.round_trip_s
+
     def bound_by(self, deadline: object) -> None:
         pass  # instant: no deadline to keep
 
