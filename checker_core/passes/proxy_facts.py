@@ -62,18 +62,31 @@ class SharedFacts:
         self._monotonic = monotonic
         self._lock = threading.Lock()
         self._native: dict[str, str] = {}
-        self._native_until = -math.inf
+        self._native_until = -math.inf  # -inf: never asked
+        self._asking = False
         self.alone_until = -math.inf  # no peers found: nobody asks again before this
 
     def native_refusals(self, admin: AdminClient) -> dict[str, str]:
-        """{cluster: why} for the clusters ProxySQL's own managers manage too."""
+        """{cluster: why} for the clusters ProxySQL's own managers manage too. While one pass
+        asks again, the others take what was found last; until something was found, every
+        pass asks for itself (none may write before it knows)."""
         from checker_core.edges import native
 
         with self._lock:
-            if self._monotonic() >= self._native_until:
-                self._native = native.conflicts(admin, self.clusters)
-                self._native_until = self._monotonic() + RECHECK_S
-            return self._native
+            known = self._native_until > -math.inf
+            due = self._monotonic() >= self._native_until and not self._asking
+            if known and not due:
+                return self._native
+            self._asking = self._asking or known
+        try:
+            found = native.conflicts(admin, self.clusters)
+        finally:
+            if known:
+                with self._lock:
+                    self._asking = False
+        with self._lock:
+            self._native, self._native_until = found, self._monotonic() + RECHECK_S
+        return found
 
 
 class ProxyFacts:
