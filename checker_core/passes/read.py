@@ -42,7 +42,7 @@ class PassRead:
         return sum(1 for node in self.view.roster.addresses if node not in begun)
 
     @contextlib.contextmanager
-    def settled(self) -> Iterator[None]:
+    def releasing_probes(self) -> Iterator[None]:
         """The pass's steps; however they end, probes begun and never collected are let go
         (their answers already in are taken, their connections kept; the rest dropped)."""
         try:

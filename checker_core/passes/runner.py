@@ -208,7 +208,7 @@ class PassRunner:
         cluster = self._pinned(cluster)
         deadline.check()
         read = self._read(cluster, progress, deadline)
-        with read.settled():  # probes it never collects, when it ends early, are let go
+        with read.releasing_probes():  # those it never collects, when it ends early
             stop = gate.no_roster(len(read.view.roster.nodes), cluster.hostgroups.all)
             run, late = self.settings.run, read.probed_late()
             stop = stop or gate.probe_time_left(
@@ -271,7 +271,7 @@ class PassRunner:
         self, read: PassRead, decision: Decision, progress: PassProgress, *, save_owed: bool
     ) -> ApplyResult:
         """The plan made live (S2): staged, read back, one LOAD, then SAVE when persisting.
-        Whatever it wrote, the next pass reads rows begun after it (_rows)."""
+        Whatever it wrote, the next pass reads rows begun after it (read.cluster_rows)."""
         try:
             applied = read.admin.apply(
                 decision.plan,

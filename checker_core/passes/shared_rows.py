@@ -98,6 +98,7 @@ class SharedRows:
         cluster outside them reads its rows itself."""
         covered = frozenset(h for c in settings.clusters for h in c.hostgroups.all)
         with self._changed:
+            self._settings = settings  # the same proxy; its interval may be another
             if covered != self._covered:
                 self._covered = covered
                 self._last = None  # a read of the old set holds none of the new hostgroups
