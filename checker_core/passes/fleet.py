@@ -74,15 +74,15 @@ class Fleet:
         # a daemon's clusters take their rows from one read of them all (shared_rows.py): the
         # source a reload hands over (its runners that go on read through it too), else a new
         # one when there is more than one cluster to share it
+        several = persistent and len(settings.clusters) > 1
         if shared_rows is not None:
             shared_rows.cover(settings)
-        elif persistent and len(settings.clusters) > 1:
+        elif several:
             from checker_core.passes.shared_rows import SharedRows
 
             shared_rows = SharedRows(settings, self._connect_admin, self.monotonic)
         self.shared_rows = shared_rows
         # and what they learn of their proxy besides the rows, asked once for all of them
-        several = persistent and len(settings.clusters) > 1
         self.shared_facts = SharedFacts(settings, self.monotonic) if several else None
 
     # ------------------------------------------------------------ runners

@@ -109,7 +109,7 @@ class ProxyFacts:
         # ProxySQL's own managers of our hostgroups: the refusal per cluster
         self._native: Recheck[dict[str, str]] = Recheck({}, monotonic)
         self._variables: Recheck[dict[str, str]] = Recheck({}, monotonic)
-        self._alone_until = 0.0  # the daemon found no peers; it asks again after this
+        self.alone_until = 0.0  # the daemon found no peers; it asks again after this
         self._peers: PeerMemory | None = None
 
     def refuse_native_manager(self, admin: AdminClient, cluster: ClusterSettings) -> None:
@@ -132,17 +132,15 @@ class ProxyFacts:
         found none a moment ago (a steady pass then costs no extra query)."""
         if self.settings.proxysql.cluster == "off":
             return ()
-        shared = self.shared
-        alone_until = shared.alone_until if shared is not None else self._alone_until
-        if self.persistent and self.monotonic() < alone_until:
+        # a fleet's runners share when they ask again; a runner alone keeps its own
+        holder: SharedFacts | ProxyFacts = self.shared if self.shared is not None else self
+        if self.persistent and self.monotonic() < holder.alone_until:
             return ()
         from checker_core.edges.proxysql_peers import list_peers
 
         listed = list_peers(admin)
         if not listed and self.persistent:
-            if shared is not None:
-                shared.alone_until = self.monotonic() + RECHECK_S
-            self._alone_until = self.monotonic() + RECHECK_S
+            holder.alone_until = self.monotonic() + RECHECK_S
         return listed
 
     def leadership(

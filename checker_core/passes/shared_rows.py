@@ -88,7 +88,7 @@ class SharedRows:
         self._admin: AdminClient | None = None  # the reader's alone
         # each cluster's rows, made once per answer: the same object while nothing changed
         self._made: dict[tuple[int, ...], tuple[str, ClusterRows]] = {}
-        self._read_s = 0.0  # how long the last answered read took
+        self._read_s: float | None = None  # how long the last answered read took; unknown
         self.reads = 0  # how many reads ProxySQL answered or failed
         self.waiting = 0  # passes waiting for the read under way now
         self.cover(settings)
@@ -106,6 +106,8 @@ class SharedRows:
     def max_age_s(self) -> float:
         """How much older than a pass the read its rows come from may be (see the module)."""
         cap = self._settings.run.interval_ms / 2000
+        if self._read_s is None:  # nothing read yet: no cost known
+            return min(cap, MIN_AGE_S)
         return min(cap, max(MIN_AGE_S, READ_SHARE * self._read_s))
 
     def rows(
