@@ -36,7 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -158,6 +158,8 @@ def daemon_run(
         # to (the seed holds the rosters alone, so each cluster's first passes load it)
         settled: set[str] = set()
         converged = threading.Event()
+        # what the daemon said that is no log line: why it stopped, if it did
+        said: deque[str] = deque(maxlen=5)
 
         def read() -> None:
             assert daemon.stderr is not None
@@ -165,6 +167,7 @@ def daemon_run(
                 try:
                     line = json.loads(raw)
                 except ValueError:
+                    said.append(raw.decode(errors="replace").rstrip())
                     continue
                 if measuring.is_set():
                     lines.append(line)
@@ -188,6 +191,12 @@ def daemon_run(
             spent = (cpu_ticks(daemon.pid) - before) / CLK_TCK
             elapsed = time.monotonic() - started
             measuring.clear()
+            if daemon.poll() is not None:
+                # an exited daemon's CPU reads as 0: no number for a run that was not made
+                raise SystemExit(
+                    f"the daemon exited ({daemon.returncode}) before it was measured: "
+                    + " | ".join(said)
+                )
         finally:
             daemon.terminate()
             try:

@@ -33,7 +33,8 @@ from checker_core.core.probes import ProbeResult
 from checker_core.edges.backend import Prober
 from checker_core.passes.plugin import CheckerKind
 from checker_core.service.watch import Watched, changed
-from checker_core.service.watch_hub import Watcher, WatchHub
+from checker_core.service.watch_hub import WatchHub
+from checker_core.service.watcher import Watcher
 from galera_checker.probe import watch as galera_watch
 from tests.lab.simnodes import SimNodes
 

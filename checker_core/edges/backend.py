@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import queue
+import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
     from checker_core.core.settings import Endpoint
     from checker_core.edges.exchange import Exchange, Remembered
+    from checker_core.edges.held_ask import HeldAsk
 
 
 @functools.cache
@@ -245,6 +247,35 @@ class Prober:
             if failed is not None:
                 ask.results[node] = failed
         return ask
+
+    def hold(self, nodes: Sequence[NodeAddress], question: ProbeFn) -> HeldAsk | None:
+        """The open connections of `nodes` held for round after round of `question` until
+        HeldAsk.give_back (the daemon's watch, while its loop waits); None, nothing taken, when
+        one of them is not a plain non-blocking socket (TLS is asked round by round, by the
+        exchange)."""
+        import ssl  # the daemon's only, as the exchange
+
+        taken = self._take_for_exchange(nodes, question)
+        held: dict[NodeAddress, tuple[Any, socket.socket]] = {}
+        for node, conn in taken.items():
+            sock = driver.socket_of(conn)
+            # PyMySQL sets its socket's timeout, which makes it non-blocking underneath
+            if sock is None or isinstance(sock, ssl.SSLSocket) or not sock.gettimeout():
+                for back, given in taken.items():
+                    self._give_back(back, given)
+                return None
+            held[node] = (conn, sock)
+        from checker_core.edges.held_ask import HeldAsk
+
+        return HeldAsk(
+            tuple(nodes),
+            held,
+            question,  # type: ignore[arg-type]
+            memo=self._memo,
+            memo_lock=self._memo_lock,
+            give_back=self._give_back,
+            lost=self._lost,
+        )
 
     def exchange(self) -> Exchange:
         """A new exchange on this prober's connections."""

@@ -179,7 +179,7 @@ class Exchange:
     # ---------------------------------------------------------------- one connection
 
     def _send(self, flight: _Flight) -> None:
-        flight.text, packet = _packet(flight.question, flight.conn)
+        flight.text, packet = packet_of(flight.question, flight.conn)
         flight.rounds += 1
         flight.buf = b""
         flight.asked_at = self._monotonic()
@@ -279,7 +279,7 @@ class Exchange:
 _packets_made: wire.MadeOnce[tuple[str, bytes]] = wire.MadeOnce()
 
 
-def _packet(question: Question[object], conn: Any) -> tuple[str, bytes]:
+def packet_of(question: Question[object], conn: Any) -> tuple[str, bytes]:
     """What `question` asks on `conn`: the statement with its parameters in it, and the packet
     that carries it."""
     sql, params = question.ask(conn)

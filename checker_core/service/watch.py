@@ -32,7 +32,8 @@ from checker_core.core.probes import ProbeFailure, ProbeFn, ProbeResult
 from checker_core.core.settings import Endpoint
 from checker_core.edges.backend import Prober
 from checker_core.passes.result import PassResult
-from checker_core.service.watch_hub import Watcher, WatchHub
+from checker_core.service.watch_hub import WatchHub
+from checker_core.service.watcher import Watcher
 
 # the longest a wait sleeps in one go: a stop request is noticed within this
 MAX_NAP_S = 0.25

@@ -15,87 +15,28 @@ would be at its deadline).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import select
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from checker_core.core.model import NodeAddress
+from checker_core.service.watcher import Watcher
 
 if TYPE_CHECKING:
-    from checker_core.core.probes import ProbeFn, ProbeResult
-    from checker_core.edges.backend import OpenAsk, Prober
+    from checker_core.edges.held_ask import HeldAsk
 
 # the longest the hub sleeps in one go with nothing due (a new watcher wakes it at once)
 HUB_NAP_S = 1.0
 # how long a loop taking its connections back lets a question still out be answered
 RELEASE_GRACE_S = 0.01
+# how stale the idle listing may grow when nothing the hub did changed it: a late probe thread
+# may hand a connection back meanwhile, followed from the next listing on
+RELIST_S = 0.05
 _EVENTS = select.EPOLLIN | select.EPOLLPRI | select.EPOLLRDHUP
-
-
-class Watcher:
-    """One waiting cluster: its connections, its writers to ask, and what it heard."""
-
-    def __init__(
-        self,
-        prober: Prober,
-        *,
-        writers: tuple[NodeAddress, ...],
-        question: ProbeFn | None,
-        every_s: float,
-        answer_budget_s: float,
-        judge: Callable[[Mapping[NodeAddress, ProbeResult]], object | None],
-    ) -> None:
-        self.prober = prober
-        self.writers = writers
-        self.question = question
-        self.every_s = every_s
-        self.answer_budget_s = answer_budget_s
-        self.judge = judge  # the answers' verdict: a trigger, or None when nothing changed
-        self.asked = 0
-        self.heard = threading.Event()
-        # what ended the watch: the nodes whose connection their server closed, or the
-        # answers' verdict
-        self.closed: tuple[NodeAddress, ...] = ()
-        self.found: object | None = None
-        self.failed: Exception | None = None  # what broke the hub's turn
-        self.leaving_by: float | None = None
-        self.released = threading.Event()
-        self.out: OpenAsk | None = None
-        # its idle connections by descriptor, looked up again only when its prober's
-        # connections changed (a question out or answered, one dropped, a late probe's)
-        self.idle: dict[int, tuple[NodeAddress, object]] | None = None
-        self.idle_at = -1
-        # the facts of the last answers the judge found nothing in: the exchange gives back the
-        # very facts object for an answer byte for byte the last one, and the judge reads
-        # nothing but the facts, so the same objects again need no judging
-        self.quiet_facts: tuple[object, ...] | None = None
-
-    def judged(self, answers: Mapping[NodeAddress, ProbeResult]) -> object | None:
-        """The judge's verdict on these answers; facts it found nothing in are not judged
-        again."""
-        facts = tuple(answers[n].facts if n in answers else None for n in self.writers)
-        last = self.quiet_facts
-        if last is not None and all(
-            a is b and a is not None for a, b in zip(facts, last, strict=True)
-        ):
-            return None
-        found = self.judge(answers)
-        self.quiet_facts = facts if found is None else None
-        return found
-
-    def idle_now(self) -> dict[int, tuple[NodeAddress, object]]:
-        changes = getattr(self.prober, "changes", None)
-        if self.idle is None or changes is None or changes != self.idle_at:
-            self.idle = self.prober.idle()
-            self.idle_at = changes if changes is not None else -1
-        return self.idle
-
-    @property
-    def asks(self) -> bool:
-        return self.every_s > 0 and bool(self.writers)
 
 
 class WatchHub:
@@ -124,6 +65,13 @@ class WatchHub:
         self._out: dict[Watcher, None] = {}  # a question out
         self._leaving: dict[Watcher, None] = {}
         self._askers: dict[float, int] = {}  # how many watchers ask at each interval
+        # the watchers whose question was answered whole in the last poll, and the soonest
+        # deadline of a question out: a turn looks at those, not at every question out
+        self._ready: dict[Watcher, None] = {}
+        self._soonest = math.inf
+        # whether the idle connections must be listed again, and when they are anyway
+        self._relist = True
+        self._relist_at = 0.0
         # one epoll object kept across turns, whose registrations follow what changed: a wait
         # costs the connections that have something to say, not every one watched (poll(2)
         # looks at each of them on every call)
@@ -138,6 +86,9 @@ class WatchHub:
         self._listed: dict[Watcher, dict[int, tuple[NodeAddress, object]]] = {}
         self._idle: dict[int, tuple[Watcher, NodeAddress, object]] = {}
         self._asked: dict[int, Watcher] = {}
+        # the held connections by descriptor (Watcher.held), followed from the hold to the
+        # release, asked or not
+        self._held: dict[int, Watcher] = {}
         # descriptors whose idle entry changed since the last poll: registered again then (a
         # closed socket leaves epoll by itself, and its number may come back as another's)
         self._touched: set[int] = set()
@@ -200,6 +151,10 @@ class WatchHub:
                 self._turn()
             except Exception as exc:  # the net: the watch is an acceleration, never the loop
                 watchers = list(dict.fromkeys([*self._watching, *arrived]))
+                for watcher in watchers:
+                    held, watcher.held = watcher.held, None
+                    if held is not None:
+                        held.drop()  # in whatever state the failed turn left them
                 self._fresh_state()  # whatever the failed turn left registered is forgotten
                 with self._lock:
                     self._members.difference_update(watchers)
@@ -211,6 +166,8 @@ class WatchHub:
                         self._give_up(watcher)
 
     def _take_in(self, arrived: list[Watcher], called_back: list[Watcher]) -> None:
+        if arrived or called_back:
+            self._relist = True
         for watcher in arrived:
             self._watching[watcher] = None
             self._listening[watcher] = None
@@ -225,19 +182,28 @@ class WatchHub:
         """One turn of the hub: answers judged, releases done, a round asked if due, then a
         poll."""
         now = self.monotonic()
-        for watcher in [w for w in self._out if self._due(w, now)]:
-            self._settle(watcher)
+        ready, self._ready = self._ready, {}
+        for watcher in ready:
+            if watcher.out is not None and watcher.out.done:
+                self._settle(watcher)
+        if self._leaving or now >= self._soonest:
+            # a deadline passed or a loop calls its watcher back: every question out looked at
+            for watcher in [w for w in self._out if self._due(w, now)]:
+                self._settle(watcher)
+            self._soonest = min(
+                (w.out.deadline for w in self._out if w.out is not None), default=math.inf
+            )
         for watcher in [w for w in self._leaving if w.out is None]:
             self._let_go(watcher)
-        wake = now + HUB_NAP_S
+        wake = min(now + HUB_NAP_S, self._soonest)
         if self._askers:
             if now >= self._next_round:
                 self._round(now)
-            wake = min(wake, self._next_round)
-        for watcher in self._out:
-            wake = min(wake, watcher.out.deadline if watcher.out is not None else now)
+            wake = min(wake, self._next_round, self._soonest)
         for watcher in self._leaving:
             wake = min(wake, watcher.leaving_by or now)
+        if now >= self._relist_at:
+            self._relist, self._relist_at = True, now + RELIST_S
         self._poll(max(0.0, wake - self.monotonic()))
 
     def _round(self, now: float) -> None:
@@ -250,11 +216,42 @@ class WatchHub:
                 and not watcher.heard.is_set()
             ):
                 watcher.asked += len(watcher.writers)
-                watcher.out = watcher.prober.ask_open(
-                    watcher.writers, now + watcher.answer_budget_s, watcher.question
-                )
+                deadline = now + watcher.answer_budget_s
+                held = watcher.held if watcher.hold_tried else self._hold(watcher)
+                if held is not None:
+                    watcher.out = held.ask(deadline)
+                else:
+                    watcher.out = watcher.prober.ask_open(
+                        watcher.writers, deadline, watcher.question
+                    )
                 self._out[watcher] = None
+                self._soonest = min(self._soonest, deadline)
         self._next_round = now + min(self._askers)
+
+    def _hold(self, watcher: Watcher) -> HeldAsk | None:
+        """The watcher's writers' connections held for its whole wait, when its prober can."""
+        watcher.hold_tried = True
+        hold = getattr(watcher.prober, "hold", None)
+        if hold is None or watcher.question is None:
+            return None
+        held: HeldAsk | None = hold(watcher.writers, watcher.question)
+        watcher.held = held
+        if held is not None:
+            for fd in held.fds():
+                self._held[fd] = watcher
+                self._touched.add(fd)
+        return held
+
+    def _give_back(self, watcher: Watcher) -> None:
+        """The watcher's held connections back to its prober."""
+        held, watcher.held = watcher.held, None
+        if held is None:
+            return
+        for fd in held.fds():
+            if self._held.get(fd) is watcher:
+                del self._held[fd]
+                self._touched.add(fd)
+        held.give_back()
 
     @staticmethod
     def _due(watcher: Watcher, now: float) -> bool:
@@ -273,6 +270,7 @@ class WatchHub:
         if out is None:
             return
         answers = out.finish()
+        self._relist = True  # a connection silent under its question was dropped
         if watcher.heard.is_set() or watcher.leaving_by is not None:
             return
         if out.closed_by_server:
@@ -285,6 +283,8 @@ class WatchHub:
 
     def _let_go(self, watcher: Watcher) -> None:
         """The watcher's loop has its connections back."""
+        self._give_back(watcher)
+        self._ready.pop(watcher, None)
         self._watching.pop(watcher, None)
         self._leaving.pop(watcher, None)
         self._stop_listening(watcher)
@@ -305,7 +305,11 @@ class WatchHub:
 
     def _listen(self) -> None:
         """Bring the idle connections up to date with the watchers that still listen: a
-        watcher's are listed again when its prober's connections changed."""
+        watcher's are listed again when its prober's connections changed. Asked when the hub
+        changed them, a watcher came, or RELIST_S passed: not on every turn."""
+        if not self._relist:
+            return
+        self._relist = False
         touched = self._touched
         for watcher in self._listening:
             # asked for every listening watcher on every turn: spelt out, no call
@@ -341,15 +345,21 @@ class WatchHub:
             if fd == self._wake_r:
                 with contextlib.suppress(OSError):
                     os.read(self._wake_r, 4096)
+            elif fd in self._held:
+                self._held_event(fd, closed)
             elif fd in asked:
-                out = asked[fd].out
+                watcher = asked[fd]
+                out = watcher.out
                 if out is not None:
                     out.on_event(fd)
+                    if out.done:
+                        self._ready[watcher] = None
             else:
                 self._idle_event(fd, closed)
         for watcher, nodes in closed.items():
+            self._relist = True
             for node in nodes:
-                watcher.prober.discard(node)
+                watcher.prober.discard(node)  # a held one is closed already: a no-op
             watcher.closed = tuple(sorted(nodes))
             self._heard(watcher, None)
 
@@ -361,17 +371,33 @@ class WatchHub:
         idle = self._idle
         asked: dict[int, Watcher] = {}
         for watcher in self._out:
-            if watcher.out is not None:
+            if watcher.out is not None and watcher.held is None:  # a held one's are followed
                 for fd in watcher.out.fds():
                     asked[fd] = watcher
+        held = self._held
         for fd in touched:
-            self._follow(fd, fd in idle or fd in asked, again=True)
+            self._follow(fd, fd in idle or fd in asked or fd in held, again=True)
         if asked or self._asked:
             # a question goes out on an idle connection, already followed: most are no-ops
             for fd in asked.keys() ^ self._asked.keys():
-                self._follow(fd, fd in idle or fd in asked, again=False)
+                self._follow(fd, fd in idle or fd in asked or fd in held, again=False)
             self._asked = asked
         return asked
+
+    def _held_event(self, fd: int, closed: dict[Watcher, list[NodeAddress]]) -> None:
+        """A held connection spoke: its answer, or (unasked) its server closing it."""
+        watcher = self._held[fd]
+        held = watcher.held
+        if held is None:  # given up from the loop's side: no longer the hub's
+            del self._held[fd]
+            self._touched.add(fd)
+            return
+        spoke = held.on_event(fd)
+        if watcher.out is not None:
+            if watcher.out.done:
+                self._ready[watcher] = None
+        elif spoke is not None:
+            closed.setdefault(watcher, []).append(spoke)
 
     def _idle_event(self, fd: int, closed: dict[Watcher, list[NodeAddress]]) -> None:
         """An idle connection spoke: its server closed it. Only a connection that is still the
@@ -414,7 +440,13 @@ class WatchHub:
         watcher.heard.set()
 
     def _give_up(self, watcher: Watcher) -> None:
+        """The watcher let go without the hub (the hub failed, stalled or closed): a question
+        out is given up, and held connections are closed rather than given back, as the hub
+        may still be writing on them."""
         out, watcher.out = watcher.out, None
-        if out is not None:
+        held, watcher.held = watcher.held, None
+        if out is not None and out is not held:
             out.finish()
+        if held is not None:
+            held.drop()
         watcher.released.set()

@@ -25,7 +25,8 @@ from checker_core.service.watch import (
     rechecks,
     watched_writers,
 )
-from checker_core.service.watch_hub import Watcher, WatchHub
+from checker_core.service.watch_hub import WatchHub
+from checker_core.service.watcher import Watcher
 from galera_checker.policy import GaleraFacts, GaleraPolicy
 from tests.unit.daemon_cases import after, galera_pass
 from tests.unit.galera_cases import N1, N2, N3, probe_down, probe_ok, steady
