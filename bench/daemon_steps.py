@@ -35,10 +35,13 @@ from typing import Any
 from bench.common import Lab
 from bench.scale_bench import WARM_UP_S, seed, set_changing
 from checker_core.core.schema import Checker
+from checker_core.edges import memory as memory_module
 from checker_core.edges.logs import structlog_logger
 from checker_core.passes import runner as runner_module
+from checker_core.passes import shared_rows as shared_rows_module
 from checker_core.service import cluster_loop as cluster_loop_module
 from checker_core.service import daemon as daemon_module
+from checker_core.service import readiness as readiness_module
 from checker_core.service import watch as watch_module
 from checker_core.service import watch_hub as hub_module
 from checker_core.settings.config import load
@@ -78,6 +81,14 @@ class Steps:
 def instrument(steps: Steps) -> None:
     steps.time(cluster_loop_module.ClusterLoop, "run_pass", "loop.run_pass")
     steps.time(runner_module.PassRunner, "run", "runner.run")
+    # the pass's own steps, under runner.run
+    steps.time(runner_module.PassRunner, "_read", "  runner._read")
+    steps.time(runner_module, "cluster_rows", "    cluster_rows")
+    steps.time(shared_rows_module.SharedRows, "_read", "      shared read")
+    steps.time(runner_module, "probe_roster", "  probe_roster")
+    steps.time(runner_module.PassRunner, "_decide", "  runner._decide")
+    steps.time(memory_module.StateStore, "paused", "  store.paused")
+    steps.time(readiness_module.ReadinessWatch, "observe", "readiness.observe")
     steps.time(cluster_loop_module, "log_pass", "log_pass")
     steps.time(watch_module.BetweenPasses, "observe", "between.observe")
     steps.time(cluster_loop_module.ClusterLoop, "wait_next", "loop.wait_next")

@@ -17,7 +17,7 @@ from checker_core.passes.runner import PassRunner
 from checker_core.report import log_pass
 from checker_core.service.board import Board
 from checker_core.service.readiness import ReadinessWatch
-from checker_core.service.watch import MAX_NAP_S, BetweenPasses, Trigger
+from checker_core.service.watch import MAX_NAP_S, WOKEN_NAP_S, BetweenPasses, Trigger
 
 
 class LoopHost(Protocol):
@@ -97,6 +97,11 @@ class ClusterLoop:
         self.thread = threading.Thread(target=body, name=f"loop-{self.name}", daemon=True)
         self.thread.start()
 
+    def halt(self) -> None:
+        """Stop after the current pass; a wait under way ends now."""
+        self.stop.set()
+        self.between.wake()
+
     def close(self) -> None:
         self.runner.close()
         self.ended.set()
@@ -166,7 +171,10 @@ class ClusterLoop:
         daemon (the regular cadence goes on)."""
         self.early = False
         try:
-            return self.between.wait(self.next_tick, stop)
+            # a loop on its own thread is stopped by halt(), which wakes it; the main thread's
+            # lone loop by a signal, which does not: it looks every MAX_NAP_S
+            nap_s = MAX_NAP_S if self.thread is None else WOKEN_NAP_S
+            return self.between.wait(self.next_tick, stop, nap_s)
         except Exception as exc:  # the net: the watch is an acceleration, the loop is not
             self.daemon.log.error(
                 "watch",

@@ -255,7 +255,7 @@ class Daemon:
         """Every loop stopped after its current pass, its runner closed."""
         loops = [*self.loops.values(), *self.leaving]
         for loop in loops:
-            loop.stop.set()
+            loop.halt()
         for loop in loops:
             if loop.thread is not None:
                 loop.thread.join()
@@ -319,7 +319,7 @@ class Daemon:
         replaced = {}
         for name in plan.stop:
             loop = self.loops.pop(name)
-            loop.stop.set()
+            loop.halt()
             replaced[name] = loop
             if loop.thread is None:
                 loop.close()  # the main thread's lone loop, between its passes now

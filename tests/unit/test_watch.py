@@ -222,6 +222,35 @@ def test_a_stop_request_ends_the_wait(prober: SocketProber, hub: WatchHub) -> No
     assert stop.is_set()
 
 
+@pytest.mark.parametrize("woken", [True, False])
+def test_a_stop_with_a_wake_ends_a_wait_that_naps_long_and_one_without_waits_out_its_nap(
+    prober: SocketProber, hub: WatchHub, woken: bool
+) -> None:
+    """A loop on its own thread naps long (WOKEN_NAP_S): its halt() wakes it. The stop alone
+    is seen only after the nap: the case the wake is for."""
+    wait = between(prober, 0, hub)
+    stop = threading.Event()
+    ended = threading.Event()
+
+    def waiting() -> None:
+        wait.wait(time.monotonic() + 60, stop, nap_s=30)
+        ended.set()
+
+    threading.Thread(target=waiting, daemon=True).start()
+    for _ in range(500):  # until the wait has handed its watcher over
+        if wait._current is not None:
+            break
+        time.sleep(0.01)
+    stop.set()
+    if woken:
+        wait.wake()
+    # woken: at once (bounded at 5 s); not woken: not within 1 s of a 30 s nap
+    assert ended.wait(5 if woken else 1) is woken
+    if not woken:
+        wait.wake()  # the thread is let go
+        assert ended.wait(5)
+
+
 def test_a_node_held_by_its_hysteresis_is_asked_again_when_that_is_spent(
     prober: SocketProber, hub: WatchHub
 ) -> None:
