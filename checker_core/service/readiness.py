@@ -48,6 +48,10 @@ class ReadinessWatch:
         self._known: dict[str, tuple[object, Readiness]] = {}
         self._ready: dict[str, bool] = {}
         self._said: dict[str, list[str]] = {}
+        # each cluster's last decision and its inputs' key: a steady pass keeps the very
+        # decision object (core.steady.still_holds), which it does only when every input the
+        # key reads is the one it was made from, so the key is the one worked out then
+        self._keys: dict[str, tuple[object, object]] = {}
         self._working = False
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -56,7 +60,12 @@ class ReadinessWatch:
         """The result with the newest readiness known, and what to warn about since the last
         pass of its cluster (a readiness worked out off the loop is said with the next pass)."""
         cluster = result.cluster
-        key = _inputs_of(result)
+        last = self._keys.get(cluster)
+        if last is not None and result.decision is not None and last[0] is result.decision:
+            key = last[1]
+        else:
+            key = _inputs_of(result)
+            self._keys[cluster] = (result.decision, key)
         with self._lock:
             known = self._known.get(cluster)
         if key is not None and (known is None or known[0] != key):
@@ -68,9 +77,12 @@ class ReadinessWatch:
                     known = self._known.get(cluster)
         with self._lock:
             said = self._said.pop(cluster, [])
-        if known is not None:
+        # one copy of the (large) result, not one per field
+        if known is not None and self.off_loop:
+            result = replace(result, known_readiness=known[1], readiness_deferred=True)
+        elif known is not None:
             result = replace(result, known_readiness=known[1])
-        if self.off_loop:
+        elif self.off_loop:
             result = replace(result, readiness_deferred=True)
         return result, "; ".join(said) or None
 
@@ -83,7 +95,7 @@ class ReadinessWatch:
 
     def forget(self, keep: set[str]) -> None:
         with self._lock:
-            for table in (self._pending, self._known, self._ready, self._said):
+            for table in (self._pending, self._known, self._ready, self._said, self._keys):
                 for name in set(table) - keep:
                     table.pop(name, None)
 
