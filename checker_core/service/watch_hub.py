@@ -245,6 +245,7 @@ class WatchHub:
     def _give_back(self, watcher: Watcher) -> None:
         """The watcher's held connections back to its prober."""
         held, watcher.held = watcher.held, None
+        watcher.hold_tried = False  # a watcher handed over again holds again
         if held is None:
             return
         for fd in held.fds():
