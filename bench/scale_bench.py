@@ -2,7 +2,7 @@
 test: it prints numbers and ratios, asserts nothing).
 
     python -m bench.scale_bench [--passes 200] [--seconds 20] [--nodes 3,15,30,60]
-                                [--clusters 1,10,50] [--interval-ms 1000]
+                                [--clusters 1,10,50] [--cluster-nodes 3] [--interval-ms 1000]
 
 The nodes are the lab's fleet (tests/lab/simnodes.py: one process answering the probe's and the
 watch's questions as Synced Galera nodes, a few tens of microseconds each); ProxySQL is the
@@ -14,14 +14,15 @@ writes).
 - pass CPU against nodes: one cluster of N nodes, the daemon's pass (persistent connections,
   in this process) after the layout converged; CPU per pass and its ratio to the 3-node pass
   (target: 60 nodes <= 3x);
-- daemon CPU against clusters: `galera-checker daemon` on C clusters of 3 nodes at
-  --interval-ms, the watch on (its default 40 ms); its CPU over --seconds as % of one core
-  (target at 50 clusters, 1000 ms: <= 10 %), the longest pass and the longest gap between the
-  starts of two passes of one cluster (by the daemon's own timestamps), beside the interval
-  (target: never longer than the interval), how many passes the watch started early, and the
-  passes of the cluster that made the fewest and of the one that made the most (fairness under
-  overload). --baseline PATH runs another checkout's daemon beside this one's in the same run
-  (e.g. a `git worktree` of an older commit).
+- daemon CPU against clusters: `galera-checker daemon` on C clusters of 3 nodes (or
+  --cluster-nodes) at --interval-ms, the watch on (its default 40 ms); its CPU over --seconds
+  as % of one core (target at 50 clusters, 1000 ms: <= 10 %), the longest pass and the longest
+  gap between the starts of two passes of one cluster (by the daemon's own timestamps), beside
+  the interval (target: never longer than the interval), how many passes the watch started
+  early, the passes of the cluster that made the fewest and of the one that made the most
+  (fairness under overload), and the connections the nodes accepted (a reconnect storm).
+  --baseline PATH runs another checkout's daemon beside this one's in the same run (e.g. a
+  `git worktree` of an older commit).
 """
 
 from __future__ import annotations
@@ -115,6 +116,8 @@ class DaemonRun:
     # how long after its start every cluster had a pass that found nothing to change (None:
     # not within the bound; the measurement then began anyway)
     converge_s: float | None = None
+    # connections the nodes accepted over the measured seconds (a reconnect storm shows here)
+    connects: int = 0
 
 
 def cpu_ticks(pid: int) -> int:
@@ -132,9 +135,11 @@ def daemon_run(
     changing: bool,
     home: Path,
     checkout: str | None = None,
+    nodes: int = 3,
 ) -> DaemonRun:
-    """`checkout`: another checkout's daemon (first on PYTHONPATH), for a baseline."""
-    with SimNodes(clusters=clusters, nodes=3) as sim:
+    """`checkout`: another checkout's daemon (first on PYTHONPATH), for a baseline; `nodes`:
+    each cluster's."""
+    with SimNodes(clusters=clusters, nodes=nodes) as sim:
         fleet = Fleet.of(sim)
         seed(lab, fleet)
         config = write_config(
@@ -187,8 +192,10 @@ def daemon_run(
             converge_s = time.monotonic() - began if converged.is_set() else None
             measuring.set()
             before, started = cpu_ticks(daemon.pid), time.monotonic()
+            accepted = sim.stats().accepted
             time.sleep(seconds)
             spent = (cpu_ticks(daemon.pid) - before) / CLK_TCK
+            connects = sim.stats().accepted - accepted
             elapsed = time.monotonic() - started
             measuring.clear()
             if daemon.poll() is not None:
@@ -219,6 +226,7 @@ def daemon_run(
             most=max((len(times) for times in at.values()), default=0),
             **failures(passes),
             converge_s=converge_s,
+            connects=connects,
         )
 
 
@@ -249,6 +257,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--nodes", default="3,15,30,60")
     parser.add_argument("--clusters", default="1,10,50")
+    parser.add_argument("--cluster-nodes", type=int, default=3, help="the clusters table's")
     parser.add_argument("--interval-ms", type=int, default=1000)
     parser.add_argument("--watch-ms", type=int, default=40, help="run.watch_interval_ms")
     parser.add_argument(
@@ -286,7 +295,10 @@ def clusters_table(
     lab: Lab, cluster_counts: list[int], args: argparse.Namespace, home: Path
 ) -> None:
     watch = f"watch every {args.watch_ms} ms" if args.watch_ms else "watch questions off"
-    print(f"\ndaemon CPU against clusters of 3 nodes (interval {args.interval_ms} ms, {watch})")
+    print(
+        f"\ndaemon CPU against clusters of {args.cluster_nodes} nodes (interval "
+        f"{args.interval_ms} ms, {watch})"
+    )
     print(
         f"{'clusters':>8} {'queues':>8} {'CPU %':>6} {'passes':>7} "
         f"{'longest pass ms':>16} {'longest gap ms':>15} {'early':>6} {'per cluster':>12} "
@@ -307,6 +319,7 @@ def clusters_table(
                     changing=changing,
                     home=home,
                     checkout=checkout,
+                    nodes=args.cluster_nodes,
                 )
                 print(
                     f"{clusters:>8} {'changing' if changing else 'quiet':>8} "
@@ -317,7 +330,10 @@ def clusters_table(
                 converged = (
                     f"{ran.converge_s:.0f} s" if ran.converge_s is not None else "not converged"
                 )
-                print(f"{'':>8} every cluster in place after {converged}")
+                print(
+                    f"{'':>8} every cluster in place after {converged}; the nodes accepted "
+                    f"{ran.connects} connections while measured (ProxySQL's monitor's among them)"
+                )
                 if ran.failed_why:
                     print(f"{'':>8} failed most often: {ran.failed_why}")
 
