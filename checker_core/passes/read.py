@@ -80,12 +80,13 @@ def probe_roster(
         return prober.probe_all(nodes, probe_deadline)
     enough = _silent_enough(read, cluster, now)
     started = set(read.pending.nodes)
-    late = prober.start([n for n in nodes if n not in started], probe_deadline)
+    new = [n for n in nodes if n not in started]
+    # a steady roster has none new: nothing more started, nothing more collected
+    late = prober.start(new, probe_deadline) if new else None
     # a node that left the roster is not waited for: it may be the hung one removed
-    found = {
-        **read.pending.collect(probe_deadline, only=nodes, enough=enough),
-        **late.collect(probe_deadline),
-    }
+    found = read.pending.collect(probe_deadline, only=nodes, enough=enough)
+    if late is not None:
+        found = {**found, **late.collect(probe_deadline)}
     return {n: found[n] for n in nodes}
 
 
