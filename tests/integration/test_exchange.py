@@ -1,9 +1,12 @@
 """The daemon's probes on open connections (edges/exchange.py), against the lab's simulated
 Galera nodes: what they read is what PyMySQL reads on its own connection, an unchanged answer
-is the facts read before, and a node that hangs or dies is what a probe thread made of it."""
+is the facts read before, and a node that hangs or dies is what a probe thread made of it. The
+watch's question on connections held for a whole wait (edges/held_ask.py) the same, and a
+server closing a held connection between rounds says so."""
 
 from __future__ import annotations
 
+import select
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -12,9 +15,11 @@ import pymysql
 import pytest
 
 from checker_core.core.model import NodeAddress
-from checker_core.core.probes import ProbeFailure
+from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.core.settings import Endpoint, Secret, Tls
+from checker_core.edges import driver
 from checker_core.edges.backend import Prober
+from checker_core.edges.held_ask import HeldAsk
 from galera_checker.policy import GaleraFacts
 from galera_checker.probe import probe, watch
 from tests.lab.simnodes import SimNodes
@@ -159,3 +164,117 @@ def test_a_connection_lent_and_handed_back_keeps_the_idle_listing_and_a_lost_one
     assert silent[nodes[0]].how_failed is ProbeFailure.SILENT
     assert prober.changes != at, "a connection dropped under its question changes the listing"
     assert {node for node, _ in prober.idle().values()} == set(nodes[1:])
+
+
+# ---------------------------------------------------------------- held for a whole wait
+# (edges/held_ask.py: the watch's question round after round on connections the hub holds)
+
+
+def facts_of(result: ProbeResult) -> GaleraFacts:
+    assert isinstance(result.facts, GaleraFacts), result
+    return result.facts
+
+
+def held_by(prober: Prober, nodes: list[NodeAddress]) -> HeldAsk:
+    held = prober.hold(nodes, watch)
+    assert held is not None, "plain connections with a timeout are held"
+    return held
+
+
+def round_of(held: HeldAsk, budget_s: float = 2.0) -> dict[NodeAddress, ProbeResult]:
+    """One round, polled as the hub polls: until every answer is in or the deadline passed."""
+    deadline = time.monotonic() + budget_s
+    held.ask(deadline)
+    poller = select.poll()
+    for fd in held.fds():
+        poller.register(fd, select.POLLIN)
+    while not held.done and time.monotonic() < deadline:
+        for fd, _ in poller.poll(max(1, int((deadline - time.monotonic()) * 1000))):
+            held.on_event(fd)
+    return dict(held.finish())
+
+
+def test_a_round_reads_what_the_exchange_reads_and_an_unchanged_answer_is_not_read_again(
+    sim: SimNodes, prober: Prober
+) -> None:
+    names, nodes = opened(sim, prober)
+    sim.set_variables(names[0], read_only=True)
+    try:
+        by_exchange = prober.probe_one(nodes[0], time.monotonic() + 2, watch).facts
+        held = held_by(prober, nodes)
+        one = round_of(held)
+        two = round_of(held)
+        sim.set_status(names[0], wsrep_local_state=2, wsrep_local_state_comment="Donor/Desynced")
+        three = round_of(held)
+        held.give_back()
+    finally:
+        sim.reset(names[0])
+    assert all(r.answered for r in (*one.values(), *two.values(), *three.values()))
+    assert isinstance(by_exchange, GaleraFacts)
+    assert facts_of(one[nodes[0]]).values == by_exchange.values
+    assert facts_of(one[nodes[0]]).values["read_only"] == "ON"
+    assert two[nodes[0]].facts is one[nodes[0]].facts, "the same bytes are not read again"
+    assert facts_of(three[nodes[0]]).values["wsrep_local_state"] == "2"
+
+
+def test_connections_go_back_as_they_were_with_what_they_last_answered(
+    sim: SimNodes, prober: Prober
+) -> None:
+    _, nodes = opened(sim, prober)
+    listed, at = prober.idle(), prober.changes
+    held = held_by(prober, nodes)
+    assert prober.idle() == {}, "a held connection is no probe's to take"
+    last = round_of(held)
+    held.give_back()
+    assert prober.idle() == listed and prober.changes == at
+    again = prober.probe_all(nodes, time.monotonic() + 2, watch)
+    assert all(again[n].facts is last[n].facts for n in nodes), "the exchange knows the answer"
+
+
+def test_a_hung_node_is_silent_at_the_deadline_its_connection_dropped_the_others_answer(
+    sim: SimNodes, prober: Prober
+) -> None:
+    names, nodes = opened(sim, prober)
+    held = held_by(prober, nodes)
+    with sim.in_mode(names[2], "hang"):
+        results = round_of(held, budget_s=0.3)
+        after = round_of(held)
+    held.give_back()
+    assert results[nodes[0]].answered and results[nodes[1]].answered
+    assert results[nodes[2]].how_failed is ProbeFailure.SILENT
+    assert after[nodes[2]].how_failed is ProbeFailure.UNHEARD, "not asked again: no connection"
+    assert after[nodes[0]].answered
+    assert {node for node, _ in prober.idle().values()} == set(nodes[:2])
+
+
+def test_a_server_closing_a_held_connection_between_rounds_says_so(
+    sim: SimNodes, prober: Prober
+) -> None:
+    names, nodes = opened(sim, prober)
+    held = held_by(prober, nodes)
+    round_of(held)
+    poller = select.poll()
+    for fd in held.fds():
+        poller.register(fd, select.POLLIN)
+    with sim.in_mode(names[1], "down"):
+        spoke: list[NodeAddress] = []
+        deadline = time.monotonic() + 2
+        while not spoke and time.monotonic() < deadline:
+            spoke = [n for fd, _ in poller.poll(200) if (n := held.on_event(fd)) is not None]
+        assert spoke == [nodes[1]]
+        assert held.closed_by_server == {nodes[1]}
+        held.give_back()
+        assert {node for node, _ in prober.idle().values()} == {nodes[0], nodes[2]}
+
+
+def test_a_connection_without_a_timeout_is_not_held_and_nothing_is_taken(
+    sim: SimNodes, prober: Prober
+) -> None:
+    _, nodes = opened(sim, prober)
+    listed = prober.idle()
+    _, conn = next(iter(listed.values()))
+    sock = driver.socket_of(conn)
+    assert sock is not None
+    sock.settimeout(None)  # a blocking socket: a round could wait on it (TLS is refused alike)
+    assert prober.hold(nodes, watch) is None
+    assert prober.idle() == listed
