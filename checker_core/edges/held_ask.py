@@ -90,6 +90,9 @@ class HeldAsk:
         self._waiting = 0
         # the nodes whose server closed or reset the connection, asked or not
         self.closed_by_server: set[NodeAddress] = set()
+        # the descriptors of connections dropped since the caller last took them: their numbers
+        # may be another connection's from now on
+        self.dropped: list[int] = []
 
     def fds(self) -> tuple[int, ...]:
         """Every held connection, followed for the whole hold (not only while asked)."""
@@ -240,5 +243,6 @@ class HeldAsk:
             self._waiting -= 1
             line.out = 0
         self._lines.pop(line.fd, None)
+        self.dropped.append(line.fd)
         forget(self._memo, self._memo_lock, line.node)
         self._lost(line.conn)

@@ -226,9 +226,7 @@ class BetweenPasses:
         if current is not None:
             current.heard.set()
 
-    def wait(
-        self, until: float, stop: threading.Event, nap_s: float = MAX_NAP_S
-    ) -> Trigger | None:
+    def wait(self, until: float, stop: threading.Event, nap_s: float = MAX_NAP_S) -> Trigger | None:
         """Block until `until` (monotonic), a stop request, or a reason to pass at once. The
         hub watches the connections and asks the writers meanwhile; they are taken back before
         this returns. `stop` is looked at every `nap_s`, and at once after wake()."""

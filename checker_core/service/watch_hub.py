@@ -128,6 +128,11 @@ class WatchHub:
             self._give_up(watcher)
         if self._thread is not None:
             self._thread.join(timeout=2)
+        for watcher in watchers:
+            # the hub's thread has ended (or is stuck for good): its held connections closed
+            held, watcher.held = watcher.held, None
+            if held is not None:
+                held.drop()
         self._poller.close()
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
@@ -220,6 +225,7 @@ class WatchHub:
                 held = watcher.held if watcher.hold_tried else self._hold(watcher)
                 if held is not None:
                     watcher.out = held.ask(deadline)
+                    self._forget_dropped(watcher, held)
                 else:
                     watcher.out = watcher.prober.ask_open(
                         watcher.writers, deadline, watcher.question
@@ -241,6 +247,15 @@ class WatchHub:
                 self._held[fd] = watcher
                 self._touched.add(fd)
         return held
+
+    def _forget_dropped(self, watcher: Watcher, held: HeldAsk) -> None:
+        """The held connections dropped since last asked are no longer followed as held: the
+        number of a closed one may come back as another connection's."""
+        for fd in held.dropped:
+            if self._held.get(fd) is watcher:
+                del self._held[fd]
+                self._touched.add(fd)
+        held.dropped.clear()
 
     def _give_back(self, watcher: Watcher) -> None:
         """The watcher's held connections back to its prober."""
@@ -272,6 +287,8 @@ class WatchHub:
             return
         answers = out.finish()
         self._relist = True  # a connection silent under its question was dropped
+        if out is watcher.held:
+            self._forget_dropped(watcher, watcher.held)
         if watcher.heard.is_set() or watcher.leaving_by is not None:
             return
         if out.closed_by_server:
@@ -394,6 +411,8 @@ class WatchHub:
             self._touched.add(fd)
             return
         spoke = held.on_event(fd)
+        if held.dropped:
+            self._forget_dropped(watcher, held)
         if watcher.out is not None:
             if watcher.out.done:
                 self._ready[watcher] = None
@@ -441,13 +460,11 @@ class WatchHub:
         watcher.heard.set()
 
     def _give_up(self, watcher: Watcher) -> None:
-        """The watcher let go without the hub (the hub failed, stalled or closed): a question
-        out is given up, and held connections are closed rather than given back, as the hub
-        may still be writing on them."""
+        """The watcher let go without the hub (the hub failed, stalled or closes): a question
+        out through the exchange is given up. Held connections are left to the hub, which gives
+        them back at its next turn (the loop's pass meanwhile connects afresh): closed from
+        here, their descriptors could be a new connection's while the hub still reads them."""
         out, watcher.out = watcher.out, None
-        held, watcher.held = watcher.held, None
-        if out is not None and out is not held:
+        if out is not None and out is not watcher.held:
             out.finish()
-        if held is not None:
-            held.drop()
         watcher.released.set()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import select
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pymysql
@@ -20,6 +20,8 @@ from checker_core.core.settings import Endpoint, Secret, Tls
 from checker_core.edges import driver
 from checker_core.edges.backend import Prober
 from checker_core.edges.held_ask import HeldAsk
+from checker_core.service.watch_hub import WatchHub
+from checker_core.service.watcher import Watcher
 from galera_checker.policy import GaleraFacts
 from galera_checker.probe import probe, watch
 from tests.lab.simnodes import SimNodes
@@ -36,13 +38,17 @@ def sim() -> Iterator[SimNodes]:
 READ_TIMEOUT_S = 1.0
 
 
-@pytest.fixture
-def prober() -> Iterator[Prober]:
-    made = Prober(
+def a_prober() -> Prober:
+    return Prober(
         Endpoint("monitor", Secret("x"), Tls(), 1000, int(READ_TIMEOUT_S * 1000)),
         probe,
         persistent=True,
     )
+
+
+@pytest.fixture
+def prober() -> Iterator[Prober]:
+    made = a_prober()
     yield made
     made.close()
 
@@ -278,3 +284,58 @@ def test_a_connection_without_a_timeout_is_not_held_and_nothing_is_taken(
     sock.settimeout(None)  # a blocking socket: a round could wait on it (TLS is refused alike)
     assert prober.hold(nodes, watch) is None
     assert prober.idle() == listed
+
+
+def until(done: Callable[[], bool], what: str) -> None:
+    for _ in range(500):
+        if done():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"not within 5 s: {what}")
+
+
+def test_a_held_connection_dropped_leaves_its_number_to_the_next_connection(
+    sim: SimNodes, prober: Prober
+) -> None:
+    """A writer silent under the watch's question has its held connection dropped; the next
+    connection made takes the same descriptor number, and its server closing it is heard by
+    the watcher that now listens on it, not taken for the old one's."""
+    names, nodes = opened(sim, prober)
+    hub = WatchHub()
+    other = a_prober()
+    asking = Watcher(
+        prober,
+        writers=(nodes[2],),
+        question=watch,
+        every_s=0.02,
+        answer_budget_s=0.2,
+        judge=lambda answers: None,  # asks on, whatever it hears
+    )
+    try:
+        with sim.in_mode(names[2], "hang"):
+            hub.watch(asking)
+            until(lambda: asking.held is not None and bool(asking.held.fds()), "held")
+            assert asking.held is not None
+            (held_fd,) = asking.held.fds()
+            until(lambda: asking.held is not None and not asking.held.fds(), "dropped")
+            assert other.probe_all([nodes[0]], time.monotonic() + 2)[nodes[0]].answered
+            ((fd, _),) = other.idle().items()
+            assert fd == held_fd, "a new socket takes the lowest free number"
+            listener = Watcher(
+                other,
+                writers=(),
+                question=None,
+                every_s=0,
+                answer_budget_s=0.2,
+                judge=lambda answers: None,
+            )
+            hub.watch(listener)
+            until(lambda: fd in hub._idle, "the listener's connection listed")
+            with sim.in_mode(names[0], "down"):
+                assert listener.heard.wait(5), "its server closed it: heard"
+            assert listener.closed == (nodes[0],)
+            hub.release(listener)
+            hub.release(asking)
+    finally:
+        hub.close()
+        other.close()
