@@ -154,7 +154,10 @@ class HeldAsk:
 
     def finish(self) -> dict[NodeAddress, ProbeResult]:
         """This round's result of every node; a node still owing its answer is silent, and its
-        connection dropped (a late answer cannot be told from the next round's)."""
+        connection dropped (a late answer cannot be told from the next round's). What came in
+        while the hub was late to poll is read first: the hub's lateness is not a silence."""
+        for line in [line for line in self._lines.values() if line.out]:
+            self.on_event(line.fd)
         waited = (self._monotonic() - self.started) * 1000
         for line in [line for line in self._lines.values() if line.out]:
             self._results[line.node] = ProbeResult(

@@ -286,6 +286,30 @@ def test_a_connection_without_a_timeout_is_not_held_and_nothing_is_taken(
     assert prober.idle() == listed
 
 
+def test_an_answer_in_before_the_round_ends_but_never_polled_is_an_answer(
+    sim: SimNodes, prober: Prober
+) -> None:
+    """The hub late to poll (short of CPU): the answers that came meanwhile are read when the
+    round ends, not taken for silence."""
+    _, nodes = opened(sim, prober)
+    held = held_by(prober, nodes)
+    held.ask(time.monotonic() + 2)
+    poller = select.poll()
+    for fd in held.fds():
+        poller.register(fd, select.POLLIN)
+    ready: set[int] = set()
+
+    def all_in() -> bool:
+        ready.update(fd for fd, _ in poller.poll(10))
+        return len(ready) == len(nodes)
+
+    until(all_in, "every answer in")
+    results = held.finish()  # the hub's first look at them
+    held.give_back()
+    assert all(results[n].answered for n in nodes), results
+    assert {node for node, _ in prober.idle().values()} == set(nodes)
+
+
 def until(done: Callable[[], bool], what: str) -> None:
     for _ in range(500):
         if done():
