@@ -3,6 +3,7 @@ test: it prints numbers and ratios, asserts nothing).
 
     python -m bench.scale_bench [--passes 200] [--seconds 20] [--nodes 3,15,30,60]
                                 [--clusters 1,10,50] [--cluster-nodes 3] [--interval-ms 1000]
+                                [--kill-last]
 
 The nodes are the lab's fleet (tests/lab/simnodes.py: one process answering the probe's and the
 watch's questions as Synced Galera nodes, a few tens of microseconds each); ProxySQL is the
@@ -21,6 +22,8 @@ writes).
   the interval (target: never longer than the interval), how many passes the watch started
   early, the passes of the cluster that made the fewest and of the one that made the most
   (fairness under overload), and the connections the nodes accepted (a reconnect storm).
+  --kill-last then kills the last cluster's writer and prints when the daemon's watch saw it
+  and when it loaded another writer.
   --baseline PATH runs another checkout's daemon beside this one's in the same run (e.g. a
   `git worktree` of an older commit).
 """
@@ -41,7 +44,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from bench.common import Lab, admin_client
 from checker_core.core.schema import Checker
@@ -118,6 +121,11 @@ class DaemonRun:
     converge_s: float | None = None
     # connections the nodes accepted over the measured seconds (a reconnect storm shows here)
     connects: int = 0
+    # --kill-last: from the last cluster's writer killed (its connections closed, its port
+    # refusing) to the daemon's watch line for that cluster, and to its pass that loaded
+    # another writer (None: not seen within KILL_WAIT_S)
+    detected_s: float | None = None
+    failed_over_s: float | None = None
 
 
 def cpu_ticks(pid: int) -> int:
@@ -136,9 +144,11 @@ def daemon_run(
     home: Path,
     checkout: str | None = None,
     nodes: int = 3,
+    kill_last: bool = False,
 ) -> DaemonRun:
     """`checkout`: another checkout's daemon (first on PYTHONPATH), for a baseline; `nodes`:
-    each cluster's."""
+    each cluster's; `kill_last`: after the measured seconds, the last cluster's writer killed
+    and the time the daemon took to see it and to move the writer measured."""
     with SimNodes(clusters=clusters, nodes=nodes) as sim:
         fleet = Fleet.of(sim)
         seed(lab, fleet)
@@ -204,6 +214,7 @@ def daemon_run(
                     f"the daemon exited ({daemon.returncode}) before it was measured: "
                     + " | ".join(said)
                 )
+            kill_figures = killed_last(sim, fleet, lines, measuring) if kill_last else {}
         finally:
             daemon.terminate()
             try:
@@ -211,6 +222,7 @@ def daemon_run(
             except subprocess.TimeoutExpired:
                 daemon.kill()
                 daemon.wait(10)
+        lines = lines[: kill_figures.get("measured", len(lines))]
         passes = [line for line in lines if line.get("event") == "pass"]
         at: dict[str, list[float]] = defaultdict(list)
         for line in passes:
@@ -227,7 +239,48 @@ def daemon_run(
             **failures(passes),
             converge_s=converge_s,
             connects=connects,
+            detected_s=kill_figures.get("detected_s"),
+            failed_over_s=kill_figures.get("failed_over_s"),
         )
+
+
+KILL_WAIT_S = 30.0
+
+
+def killed_last(
+    sim: SimNodes, fleet: Fleet, lines: list[dict[str, object]], measuring: threading.Event
+) -> dict[str, Any]:
+    """Kill the last cluster's writer (node 1: the seed's weights fall in node order) and
+    read the daemon's lines for when it saw it (its watch line) and moved the writer (its pass
+    that loaded). Times by the wall clock, the daemon's stamps against this process's."""
+    name, addresses = fleet.clusters[-1]
+    writer = addresses[0]
+    measured = len(lines)
+    measuring.set()
+    killed_at = time.time()
+    sim.set_mode((writer.host, writer.port), "down")
+    found: dict[str, Any] = {"measured": measured}
+    deadline = time.monotonic() + KILL_WAIT_S
+    seen = measured
+    while time.monotonic() < deadline and "failed_over_s" not in found:
+        for line in lines[seen:]:
+            if line.get("cluster") != name:
+                continue
+            at = datetime.fromisoformat(str(line["ts"]).replace("Z", "+00:00")).timestamp()
+            if line.get("event") == "watch" and "detected_s" not in found:
+                found["detected_s"] = at - killed_at
+            routed = cast(list[object], line.get("writers") or [])
+            moved = str(writer) not in [str(w) for w in routed]
+            if line.get("event") == "pass" and line.get("outcome") == "changed" and moved:
+                found["failed_over_s"] = at - killed_at
+        seen = len(lines)
+        time.sleep(0.05)
+    measuring.clear()
+    return found
+
+
+def seconds_or_never(value: float | None) -> str:
+    return f"{value * 1000:.0f} ms" if value is not None else f"never within {KILL_WAIT_S:.0f} s"
 
 
 def failures(passes: list[dict[str, object]]) -> dict[str, Any]:
@@ -258,6 +311,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--nodes", default="3,15,30,60")
     parser.add_argument("--clusters", default="1,10,50")
     parser.add_argument("--cluster-nodes", type=int, default=3, help="the clusters table's")
+    parser.add_argument(
+        "--kill-last", action="store_true", help="then kill the last cluster's writer"
+    )
     parser.add_argument("--interval-ms", type=int, default=1000)
     parser.add_argument("--watch-ms", type=int, default=40, help="run.watch_interval_ms")
     parser.add_argument(
@@ -320,6 +376,7 @@ def clusters_table(
                     home=home,
                     checkout=checkout,
                     nodes=args.cluster_nodes,
+                    kill_last=args.kill_last,
                 )
                 print(
                     f"{clusters:>8} {'changing' if changing else 'quiet':>8} "
@@ -330,6 +387,12 @@ def clusters_table(
                 converged = (
                     f"{ran.converge_s:.0f} s" if ran.converge_s is not None else "not converged"
                 )
+                if args.kill_last:
+                    print(
+                        f"{'':>8} the last cluster's writer killed: the watch saw it after "
+                        f"{seconds_or_never(ran.detected_s)}, another writer loaded after "
+                        f"{seconds_or_never(ran.failed_over_s)}"
+                    )
                 print(
                     f"{'':>8} every cluster in place after {converged}; the nodes accepted "
                     f"{ran.connects} connections while measured (ProxySQL's monitor's among them)"
