@@ -235,13 +235,10 @@ class Exchange:
         if last is not None and flight.rounds == 1 and last.conn is conn and last.raw == buf:
             # the very answer of last time: the same facts, nothing read again
             return self._done(flight, last.facts)
-        raw = wire.read_answer(buf)
-        if raw is None:
+        facts = facts_of(flight.question, conn, buf, flight.rounds)
+        if facts is None:
             return None
-        facts = flight.question.read(conn, Answer(tuple(wire.decoded(conn, r) for r in raw)))
         if facts is AGAIN:
-            if flight.rounds >= MAX_ROUNDS:
-                raise RuntimeError(f"no answer after {MAX_ROUNDS} rounds")
             self._send(flight)
             return None
         if flight.rounds == 1:
@@ -277,6 +274,19 @@ class Exchange:
 # PyMySQL's execute would render it, and its packet are made once, found by the identity of the
 # statement and parameters a question gives (its cached objects)
 _packets_made: wire.MadeOnce[tuple[str, bytes]] = wire.MadeOnce()
+
+
+def facts_of(question: Question[object], conn: Any, buf: bytes, asked: int) -> object | None:
+    """What `question` makes of the answer in `buf`: its facts, AGAIN (ask its next statement),
+    or None while the answer is not whole. `asked`: how many of its statements were written
+    (after MAX_ROUNDS, AGAIN is an error)."""
+    raw = wire.read_answer(buf)
+    if raw is None:
+        return None
+    facts = question.read(conn, Answer(tuple(wire.decoded(conn, r) for r in raw)))
+    if facts is AGAIN and asked >= MAX_ROUNDS:
+        raise RuntimeError(f"no answer after {MAX_ROUNDS} rounds")
+    return facts
 
 
 def packet_of(question: Question[object], conn: Any) -> tuple[str, bytes]:

@@ -27,9 +27,9 @@ from typing import Any
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.edges import wire
-from checker_core.edges.exchange import Remembered, forget, packet_of
+from checker_core.edges.exchange import Remembered, facts_of, forget, packet_of
 from checker_core.edges.failures import describe_error, failure_of
-from checker_core.edges.question import AGAIN, MAX_ROUNDS, Answer, Question
+from checker_core.edges.question import AGAIN, Question
 
 _CHUNK = 65536
 
@@ -211,14 +211,11 @@ class HeldAsk:
         if line.out == 1 and line.facts is not None and buf == line.raw:
             self._land(line, line.facts)  # the very answer of last time: the same facts
             return
-        raw = wire.read_answer(buf)
-        if raw is None:
-            return  # not whole yet
         conn = line.conn
-        facts = self._question.read(conn, Answer(tuple(wire.decoded(conn, r) for r in raw)))
+        facts = facts_of(self._question, conn, buf, line.out)
+        if facts is None:
+            return  # not whole yet
         if facts is AGAIN:
-            if line.out >= MAX_ROUNDS:
-                raise RuntimeError(f"no answer after {MAX_ROUNDS} rounds")
             # asked elsewhere from now on: the question's text changed, and what it answered
             line.text, line.packet = packet_of(self._question, conn)
             line.raw, line.facts = b"", None
