@@ -6,13 +6,17 @@ and ratios, asserts nothing).
 In one run, on one lab, a converged layout (nothing to change):
 - floor: a small program run by the same interpreter with -S: import PyMySQL, connect to the
   admin and read runtime_mysql_servers, then connect to each node in turn and read its cluster
-  status (the issue's floor: connect, read ProxySQL, probe each node once), no TLS
-- scheduler pass: `CHECKER --config=F run` from process start to exit, as ProxySQL runs it;
-  the ratio to the floor; its peak RSS; its in-process duration_ms (from its log line)
-- the same pass with ssl_mode = "disabled" on both endpoints (what TLS adds), started as
-  `python -S -m PACKAGE` (what this interpreter's site-packages startup adds), and run from
-  this checkout installed in a venv of its own as docs/install.md does (what users run; the
-  interpreter's own site-packages may carry other projects' .pth files, which a venv does not)
+  status (the issue's floor: connect, read ProxySQL, probe each node once); once in plain text,
+  once with TLS as ssl_mode "preferred" makes it (one context, verifying nothing), the floor of
+  the default configuration's pass
+- scheduler pass: `CHECKER --config=F run` from process start to exit, as ProxySQL runs it,
+  with ssl_mode "preferred" (the default) and "disabled" on both endpoints, each against the
+  floor of the same encryption; its peak RSS; its in-process duration_ms (from its log line)
+- both from this checkout installed in a venv of its own as docs/install.md does, made from
+  --python (the distribution's interpreter by default: what users run), and from this
+  interpreter's shared site-packages (which may carry other projects' .pth files, and may be an
+  interpreter built without profile-guided optimisation); each beside its own floors
+- the pass started as `python -S -m PACKAGE` (what this interpreter's site-packages startup adds)
 - one connect (and one query) to a node per ssl_mode, in process, with the process's context;
   and PyMySQL left to itself (no ssl argument: a new default context per connect)
 - daemon: one pass on persistent connections beside its floor (the same I/O alone), and the
@@ -52,20 +56,30 @@ REPO = Path(__file__).resolve().parents[1]
 
 FLOOR = """
 import pymysql
+{tls_setup}
 admin = pymysql.connect(host={admin_host!r}, port={admin_port}, user={admin_user!r},
-                        password={admin_password!r}, ssl_disabled=True)
+                        password={admin_password!r}, {tls})
 with admin.cursor() as cur:
     cur.execute("SELECT hostgroup_id, hostname, port, status, weight FROM runtime_mysql_servers "
                 "WHERE hostgroup_id IN ({hostgroups})")
     cur.fetchall()
 admin.close()
 for host, port in {nodes!r}:
-    node = pymysql.connect(host=host, port=port, user={user!r}, password={password!r},
-                           ssl_disabled=True)
+    node = pymysql.connect(host=host, port=port, user={user!r}, password={password!r}, {tls})
     with node.cursor() as cur:
         cur.execute({status_query!r})
         cur.fetchall()
     node.close()
+"""
+
+# The floor of a pass with ssl_mode "preferred": the same connections with TLS, one context
+# made once and verifying nothing, as that mode does (PyMySQL takes a context as "TLS required";
+# every endpoint of the lab offers TLS)
+FLOOR_TLS_SETUP = """
+import ssl
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+context.check_hostname = False
+context.verify_mode = ssl.CERT_NONE
 """
 
 STATUS_QUERY = {
@@ -116,9 +130,11 @@ def child_env(code: Path = REPO) -> dict[str, str]:
     return {"PYTHONPATH": str(code)}
 
 
-def floor_program(lab: Lab, name: str, nodes: list[NodeAddress]) -> str:
+def floor_program(lab: Lab, name: str, nodes: list[NodeAddress], *, with_tls: bool) -> str:
     proxysql = lab.proxysql
     return FLOOR.format(
+        tls_setup=FLOOR_TLS_SETUP if with_tls else "",
+        tls="ssl=context" if with_tls else "ssl_disabled=True",
         admin_host=proxysql.admin_host,
         admin_port=proxysql.admin_port,
         admin_user=ADMIN_USER,
@@ -131,10 +147,11 @@ def floor_program(lab: Lab, name: str, nodes: list[NodeAddress]) -> str:
     )
 
 
-def floor_run(program: str) -> Child:
-    # -S: no site, so PyMySQL's directory is named; the interpreter is the checker's own
-    site_dir = str(Path(pymysql.__file__).resolve().parents[1])
-    return run_child([sys.executable, "-S", "-c", program], {"PYTHONPATH": site_dir})
+def floor_run(program: str, python: str = sys.executable, site_dir: str | None = None) -> Child:
+    """The floor run by `python` with -S (no site): PyMySQL's directory is named, this
+    interpreter's own by default."""
+    site = site_dir or str(Path(pymysql.__file__).resolve().parents[1])
+    return run_child([python, "-S", "-c", program], {"PYTHONPATH": site})
 
 
 def pass_run(executable: str, config: Path, code: Path = REPO) -> Child:
@@ -146,19 +163,70 @@ def pass_run(executable: str, config: Path, code: Path = REPO) -> Child:
 
 IDLE_S = 0.1  # before each daemon pass and floor in the "idle" figure
 
-VENV = Path.home() / ".cache" / "proxysql-checkers-bench" / "venv"
+VENVS = Path.home() / ".cache" / "proxysql-checkers-bench"
+
+# the interpreter docs/install.md makes the venv from on Debian: the distribution's own. One
+# built from source (as version managers do, without profile-guided optimisation by default) may
+# run the checker's start, mostly Python, far more slowly: the bench prints how fast each is
+SYSTEM_PYTHON = "/usr/bin/python3"
 
 
-def installed_in_venv(command: str) -> str:
-    """The console script as docs/install.md installs it: this checkout pip-installed (not
-    editable) into a venv of its own, whose site has no .pth files of other projects."""
-    python = VENV / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    pip = [str(python), "-m", "pip", "install", "--quiet"]
+@dataclass(frozen=True)
+class Venv:
+    """This checkout installed as docs/install.md does, in a venv of its own."""
+
+    python: str  # the venv's interpreter
+    site_dir: str  # its site-packages (PyMySQL's directory, for the floor)
+    origin: str  # the interpreter it was made from, and how that one was built
+
+    def command(self, name: str) -> str:
+        return str(Path(self.python).parent / name)
+
+
+# what most of a pass's start is (its records' methods generated and compiled), timed in an
+# interpreter on its own: interpreters of the same version differ by how they were built
+RECORDS_PROBE = """
+import dataclasses, sys, time
+started = time.perf_counter()
+for n in range(50):
+    dataclasses.dataclass(frozen=True, slots=True)(
+        type(f"R{n}", (), {"__annotations__": {"a": "int", "b": "str"}, "__doc__": "r"}))
+print(sys.version.split()[0], round((time.perf_counter() - started) * 1000, 1))
+"""
+
+
+def built_how(python: str) -> str:
+    """The interpreter, its version, and how long it takes to make 50 frozen records."""
+    done = subprocess.run(
+        [python, "-S", "-c", RECORDS_PROBE], capture_output=True, text=True, check=True
+    )
+    version, records_ms = done.stdout.split()
+    return f"{python} {version}, 50 frozen records made in {records_ms} ms"
+
+
+def installed_in_venv(python: str) -> Venv:
+    """The console scripts as docs/install.md installs them: this checkout pip-installed (not
+    editable) into a venv of its own made from `python`, whose site has no .pth files of other
+    projects."""
+    origin = str(Path(python).resolve())
+    venv = VENVS / ("venv-" + origin.strip("/").replace("/", "-"))
+    inside = venv / "bin" / "python"
+    if not inside.exists():
+        subprocess.run([python, "-m", "venv", str(venv)], check=True)
+    pip = [str(inside), "-m", "pip", "install", "--quiet"]
     subprocess.run([*pip, str(REPO)], check=True)  # the dependencies, once
     subprocess.run([*pip, "--force-reinstall", "--no-deps", str(REPO)], check=True)  # this code
-    return str(VENV / "bin" / command)
+    site = subprocess.run(
+        [
+            str(inside),
+            "-c",
+            "import pymysql, pathlib; print(pathlib.Path(pymysql.__file__).parents[1])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    return Venv(str(inside), site, built_how(python))
 
 
 def venv_pass_run(executable: str, config: Path) -> Child:
@@ -179,18 +247,20 @@ def pass_run_without_site(package: str, config: Path) -> Child:
     return result
 
 
-def interleaved(
-    runs: int, floor: Callable[[], Child], passes: list[Callable[[], Child]]
-) -> tuple[list[Child], list[list[Child]]]:
-    """The floor and each kind of pass in turn, `runs` times: a machine that gets busier during
+def interleaved(runs: int, variants: dict[str, Callable[[], Child]]) -> dict[str, list[Child]]:
+    """Each variant (floors and passes) in turn, `runs` times: a machine that gets busier during
     the bench weighs on all of them alike."""
-    floors: list[Child] = []
-    results: list[list[Child]] = [[] for _ in passes]
+    results: dict[str, list[Child]] = {name: [] for name in variants}
     for _ in range(runs):
-        floors.append(floor())
-        for one, into in zip(passes, results, strict=True):
-            into.append(one())
-    return floors, results
+        for name, one in variants.items():
+            results[name].append(one())
+    return results
+
+
+def ratios(runs: list[Child], floors: list[Child]) -> str:
+    """The medians' ratio and the paired one."""
+    ratio = median([r.wall_ms for r in runs]) / median([f.wall_ms for f in floors])
+    return f"ratio {ratio:4.2f}, paired {paired(runs, floors):4.2f}"
 
 
 def paired(runs: list[Child], floors: list[Child]) -> float:
@@ -298,6 +368,12 @@ def main(argv: list[str]) -> int:
         type=Path,
         help="also run the pass with this (older) checkout's code, in the same rounds",
     )
+    parser.add_argument(
+        "--python",
+        default=SYSTEM_PYTHON if Path(SYSTEM_PYTHON).exists() else sys.executable,
+        help="the interpreter the venv of install.md is made from (default: the distribution's, "
+        "as install.md does on Debian)",
+    )
     args = parser.parse_args(argv)
     if args.lab == "galera":
         from galera_checker.cli import kind
@@ -320,31 +396,35 @@ def main(argv: list[str]) -> int:
         config = write_config(lab, args.lab, interval_ms=2000, max_runtime_ms=1800)
         plain = disabled_config(config)
         executable = lab.executable(command)
-        installed = installed_in_venv(command)
+        venv = installed_in_venv(args.python)
         for warm_up in (config, config, plain):  # layout converged, bytecode written
             pass_run(executable, warm_up)
-        venv_pass_run(installed, config)
+            venv_pass_run(venv.command(command), warm_up)
         before = args.before.resolve() if args.before else None
         if before is not None:
             pass_run(executable, config, before)
-        program = floor_program(lab, args.lab, nodes)
+        floor_plain = floor_program(lab, args.lab, nodes, with_tls=False)
+        floor_tls = floor_program(lab, args.lab, nodes, with_tls=True)
         package = command.replace("-", "_")
-        variants = [
-            lambda: pass_run(executable, config),
-            lambda: pass_run(executable, plain),
-            lambda: pass_run_without_site(package, config),
-            lambda: venv_pass_run(installed, config),
-        ]
+        variants: dict[str, Callable[[], Child]] = {
+            "floor": lambda: floor_run(floor_plain),
+            "floor tls": lambda: floor_run(floor_tls),
+            "pass": lambda: pass_run(executable, config),
+            "pass plain": lambda: pass_run(executable, plain),
+            "no site": lambda: pass_run_without_site(package, config),
+            "venv floor": lambda: floor_run(floor_plain, venv.python, venv.site_dir),
+            "venv floor tls": lambda: floor_run(floor_tls, venv.python, venv.site_dir),
+            "venv pass": lambda: venv_pass_run(venv.command(command), config),
+            "venv pass plain": lambda: venv_pass_run(venv.command(command), plain),
+        }
         if before is not None:
-            variants.append(lambda: pass_run(executable, config, before))
-        floor, (passes, plain_passes, no_site, in_venv, *older) = interleaved(
-            args.runs, lambda: floor_run(program), variants
-        )
-        floor_ms = median([c.wall_ms for c in floor])
-        pass_ms = median([c.wall_ms for c in passes])
-        plain_ms = median([c.wall_ms for c in plain_passes])
-        no_site_ms = median([c.wall_ms for c in no_site])
-        venv_ms = median([c.wall_ms for c in in_venv])
+            variants["older"] = lambda: pass_run(executable, config, before)
+        got = interleaved(args.runs, variants)
+
+        def ms(name: str) -> float:
+            return median([c.wall_ms for c in got[name]])
+
+        passes, plain_passes = got["pass"], got["pass plain"]
         inside = [d for d in map(in_process_ms, passes) if d is not None]
         inside_plain = [d for d in map(in_process_ms, plain_passes) if d is not None]
         modes = per_mode(nodes[0], ca, args.runs)
@@ -354,37 +434,44 @@ def main(argv: list[str]) -> int:
         endpoint = "real proxysql" if lab.proxysql.is_real else "lab emulator (no TLS)"
         print(f"lab: {args.lab}, 3 nodes, converged; proxysql endpoint: {endpoint}; "
               f"{args.runs} runs each, medians, in interleaved rounds")  # fmt: skip
-        print(f"floor (python -S, PyMySQL, admin rows + each node's status once, no TLS): "
-              f"{floor_ms:7.1f} ms")  # fmt: skip
-        print(f"{command} run, default ssl_mode preferred: {pass_ms:7.1f} ms  "
-              f"ratio {pass_ms / floor_ms:4.2f}, paired {paired(passes, floor):4.2f}  "
-              f"(target <= 1.5)")  # fmt: skip
-        print(f"{command} run, ssl_mode disabled:          {plain_ms:7.1f} ms  "
-              f"ratio {plain_ms / floor_ms:4.2f}, paired "
-              f"{paired(plain_passes, floor):4.2f}")  # fmt: skip
-        print(f"python -S -m {package} run, ssl_mode preferred: {no_site_ms:7.1f} ms  "
-              f"ratio {no_site_ms / floor_ms:4.2f}  (site-packages startup here: "
-              f"{pass_ms - no_site_ms:+.1f} ms)")  # fmt: skip
-        print(f"{command} run installed in its own venv (install.md), preferred: "
-              f"{venv_ms:7.1f} ms  ratio {venv_ms / floor_ms:4.2f}, paired "
-              f"{paired(in_venv, floor):4.2f}  (target <= 1.5)")  # fmt: skip
+        print(
+            "floor: python -S, PyMySQL, admin rows + each node's status once; plain, or with "
+            "TLS as ssl_mode preferred does (a context made once, verifying nothing)"
+        )
+        for label, prefix in (
+            (f"installed in its own venv (install.md), made from {venv.origin}", "venv "),
+            (f"this interpreter ({built_how(sys.executable)}), shared site-packages", ""),
+        ):
+            floor, floor_with_tls = got[prefix + "floor"], got[prefix + "floor tls"]
+            print(f"{command} run, {label}:")
+            print(f"  floor, plain {ms(prefix + 'floor'):7.1f} ms; with TLS "
+                  f"{ms(prefix + 'floor tls'):7.1f} ms")  # fmt: skip
+            print(f"  run, ssl_mode preferred (default) {ms(prefix + 'pass'):7.1f} ms: against "
+                  f"the floor with TLS {ratios(got[prefix + 'pass'], floor_with_tls)} "
+                  f"(target <= 1.5); against the plain floor "
+                  f"{ratios(got[prefix + 'pass'], floor)}")  # fmt: skip
+            print(f"  run, ssl_mode disabled          {ms(prefix + 'pass plain'):7.1f} ms: "
+                  f"against the plain floor {ratios(got[prefix + 'pass plain'], floor)} "
+                  f"(target <= 1.5)")  # fmt: skip
+        site_ms = ms("pass") - ms("no site")
+        print(f"python -S -m {package} run, preferred: {ms('no site'):7.1f} ms  (this "
+              f"interpreter's site-packages startup: {site_ms:+.1f} ms)")  # fmt: skip
         print(f"in-process duration_ms of a no-change pass: preferred {median(inside):5.1f}, "
               f"disabled {median(inside_plain):5.1f}  (target <= 25)")  # fmt: skip
-        for runs in older:
-            old_ms = median([c.wall_ms for c in runs])
+        if "older" in got:
+            runs = got["older"]
             old_inside = median([d for d in map(in_process_ms, runs) if d is not None])
             old_rss = max(c.max_rss_kib for c in runs) / 1024
-            print(f"before ({before}), same rounds: run {old_ms:7.1f} ms  ratio "
-                  f"{old_ms / floor_ms:4.2f}, paired {paired(runs, floor):4.2f}; "
-                  f"duration_ms {old_inside:5.1f}; "
-                  f"peak RSS {old_rss:5.1f} MiB")  # fmt: skip
+            print(f"before ({before}), same rounds: run {ms('older'):7.1f} ms, against "
+                  f"this interpreter's floor with TLS {ratios(runs, got['floor tls'])}; "
+                  f"duration_ms {old_inside:5.1f}; peak RSS {old_rss:5.1f} MiB")  # fmt: skip
 
         def peak(children: list[Child]) -> float:
             return max(c.max_rss_kib for c in children) / 1024
 
-        print(f"peak RSS of a scheduler pass: venv {peak(in_venv):5.1f} MiB, shared "
+        print(f"peak RSS of a scheduler pass: venv {peak(got['venv pass']):5.1f} MiB, shared "
               f"interpreter {peak(passes):5.1f} MiB  (target <= 40); the floor's "
-              f"{peak(floor):5.1f} MiB")  # fmt: skip
+              f"{peak(got['floor']):5.1f} MiB")  # fmt: skip
         print(f"daemon: first pass after start {first:6.1f} ms (target <= 50), "
               f"steady pass {steady:5.2f} ms (target <= 5); its floor (admin read, then "
               f"the probes, same connections) {daemon_floor:5.2f} ms, "
