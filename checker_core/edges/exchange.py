@@ -27,7 +27,7 @@ from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeResult
 from checker_core.edges import driver, wire
 from checker_core.edges.failures import describe_error, failure_of
-from checker_core.edges.question import AGAIN, MAX_ROUNDS, Answer, Question
+from checker_core.edges.question import AGAIN, Question, facts_of, packet_of
 
 _READABLE = select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP
 _CHUNK = 65536
@@ -189,14 +189,14 @@ class Exchange:
             sent = 0
         except OSError as exc:
             self.closed_by_server.add(flight.node)
-            raise _gone(exc) from exc
+            raise wire.server_gone(exc) from exc
         if sent < len(packet):
             # a send buffer with a whole question's room taken: finish it the blocking way
             flight.sock.settimeout(flight.timeout)
             try:
                 flight.sock.sendall(packet[sent:])
             except OSError as exc:
-                raise _gone(exc) from exc
+                raise wire.server_gone(exc) from exc
             if flight.tls or not flight.timeout:
                 flight.sock.settimeout(0.0)
 
@@ -268,37 +268,3 @@ class Exchange:
         # registered exactly while in flight (ask): once per answer, no context manager made
         if self._flying.pop(fd, None) is not None:
             self._poller.unregister(fd)
-
-
-# a checker's questions are few and fixed (names, never user values): each one's text, as
-# PyMySQL's execute would render it, and its packet are made once, found by the identity of the
-# statement and parameters a question gives (its cached objects)
-_packets_made: wire.MadeOnce[tuple[str, bytes]] = wire.MadeOnce()
-
-
-def facts_of(question: Question[object], conn: Any, buf: bytes, asked: int) -> object | None:
-    """What `question` makes of the answer in `buf`: its facts, AGAIN (ask its next statement),
-    or None while the answer is not whole. `asked`: how many of its statements were written
-    (after MAX_ROUNDS, AGAIN is an error)."""
-    raw = wire.read_answer(buf)
-    if raw is None:
-        return None
-    facts = question.read(conn, Answer(tuple(wire.decoded(conn, r) for r in raw)))
-    if facts is AGAIN and asked >= MAX_ROUNDS:
-        raise RuntimeError(f"no answer after {MAX_ROUNDS} rounds")
-    return facts
-
-
-def packet_of(question: Question[object], conn: Any) -> tuple[str, bytes]:
-    """What `question` asks on `conn`: the statement with its parameters in it, and the packet
-    that carries it."""
-    sql, params = question.ask(conn)
-    return _packets_made.get(sql, params, conn.encoding, lambda: wire.statement(conn, sql, params))
-
-
-def _gone(exc: OSError) -> Exception:
-    """What PyMySQL raises when a query cannot be written."""
-    from pymysql import err
-    from pymysql.constants import CR
-
-    return err.OperationalError(CR.CR_SERVER_GONE_ERROR, f"MySQL server has gone away ({exc!r})")

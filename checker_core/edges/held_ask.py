@@ -27,9 +27,9 @@ from typing import Any
 from checker_core.core.model import NodeAddress
 from checker_core.core.probes import ProbeFailure, ProbeResult
 from checker_core.edges import wire
-from checker_core.edges.exchange import Remembered, facts_of, forget, packet_of
+from checker_core.edges.exchange import Remembered, forget
 from checker_core.edges.failures import describe_error, failure_of
-from checker_core.edges.question import AGAIN, Question
+from checker_core.edges.question import AGAIN, Question, facts_of, packet_of
 
 _CHUNK = 65536
 

@@ -1,8 +1,9 @@
 """The MySQL client protocol's answer to one COM_QUERY, read from bytes (no socket here).
 
-The daemon asks many nodes at once on connections PyMySQL opened and logged in: it writes the
-query packet itself and reads the answers as they come, on one thread (edges/exchange.py).
-This module frames those bytes into packets, says when an answer is whole, and turns it into
+Every question a checker asks a node is written and read this way, on the connection PyMySQL
+opened and logged in: on a probe's own thread (edges/question.py), or many nodes at once on one
+thread as their answers come (edges/exchange.py, edges/held_ask.py). This module frames those
+bytes into packets, says when an answer is whole, and turns it into
 the values PyMySQL would have given for it: the same types, decoded the same way, and a
 server's error as the exception PyMySQL would have raised.
 
@@ -17,9 +18,9 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from checker_core.edges.question import Rows
-
 V = TypeVar("V")
+# a statement's rows, each a tuple of values as PyMySQL gives them
+Rows = tuple[tuple[Any, ...], ...]
 
 MAX_PAYLOAD = 0xFFFFFF
 COM_QUERY = 0x03
@@ -274,6 +275,14 @@ def server_error(payload: bytes) -> Exception:
     except err.MySQLError as exc:
         return exc
     return err.InternalError(payload)  # raise_mysql_exception always raises
+
+
+def server_gone(exc: OSError) -> Exception:
+    """What PyMySQL raises when a query cannot be written."""
+    from pymysql import err
+    from pymysql.constants import CR
+
+    return err.OperationalError(CR.CR_SERVER_GONE_ERROR, f"MySQL server has gone away ({exc!r})")
 
 
 def lost_connection(detail: str = "") -> Exception:

@@ -24,6 +24,7 @@ from checker_core.service.watch_hub import WatchHub
 from checker_core.service.watcher import Watcher
 from galera_checker.policy import GaleraFacts
 from galera_checker.probe import probe, watch
+from tests.integration.through_cursor import ThroughCursor
 from tests.lab.simnodes import SimNodes
 
 
@@ -77,7 +78,7 @@ def facts(result: object) -> GaleraFacts:
 
 def by_pymysql(node: str, twice: bool = True) -> GaleraFacts:
     """The probe through PyMySQL's cursor: a second probe on a connection selects @@global."""
-    conn = own_connection(node)
+    conn = ThroughCursor(own_connection(node))
     try:
         first = probe(conn)
         return probe(conn) if twice else first
@@ -100,7 +101,7 @@ def test_the_exchange_reads_what_pymysql_reads(sim: SimNodes, prober: Prober) ->
         assert facts(later.facts).values == by_pymysql(node).values
         assert facts(later.facts).values["read_only"] == "ON", "1 from @@global reads as ON"
         assert facts(later.facts).recv_queue == 7
-        conn = own_connection(node)
+        conn = ThroughCursor(own_connection(node))
         try:
             probe(conn)
             assert facts(watched.facts).values == watch(conn).values

@@ -1,8 +1,8 @@
 """The exchange on real servers. Between its connects the daemon asks each node on the connection
 it kept, through the exchange (edges/exchange.py), which reads the answer from the connection's
-socket itself. On MariaDB (the Galera lab) and MySQL (the Group Replication lab), in plain text
-and over TLS, what it reads is what a probe on a connection of its own reads. The simulated
-nodes of test_exchange.py speak plain text only.
+socket itself, and so does a probe on a connection of its own (the scheduler's). On MariaDB (the
+Galera lab) and MySQL (the Group Replication lab), in plain text and over TLS, both read what
+PyMySQL's cursor reads. The simulated nodes of test_exchange.py speak plain text only.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from pymysql.constants.CLIENT import MULTI_STATEMENTS
 
 from checker_core.core.model import NodeAddress
 from checker_core.core.schema import SslMode
 from checker_core.core.settings import Endpoint, Secret, Tls
-from checker_core.edges import driver
+from checker_core.edges import driver, tls
 from checker_core.edges.backend import Prober
 from checker_core.edges.question import Question
 from galera_checker.policy import GaleraFacts
@@ -26,6 +27,7 @@ from galera_checker.probe import probe as galera_probe
 from gr_checker.policy import GrFacts
 from gr_checker.probe import probe as gr_probe
 from tests.integration.rig import addresses
+from tests.integration.through_cursor import ThroughCursor
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER
 
 DEADLINE_S = 10
@@ -90,15 +92,26 @@ def over_tls(conn: object) -> bool:
     return isinstance(driver.socket_of(conn), ssl.SSLSocket)
 
 
+def by_cursor(question: Question[Any], monitor: Endpoint, node: NodeAddress) -> object:
+    """The question through PyMySQL's cursor, on a connection of its own opened as the prober
+    opens its connections."""
+    conn = tls.connect_node(monitor, f"node {node}", node, 5, 5, client_flag=MULTI_STATEMENTS)
+    try:
+        return question(ThroughCursor(conn))
+    finally:
+        conn.close()
+
+
 @pytest.mark.parametrize("mode", [SslMode.DISABLED, SslMode.REQUIRED])
-def test_a_kept_connection_asked_through_the_exchange_reads_what_a_new_one_reads(
+def test_the_wire_reader_reads_what_pymysql_reads_on_new_and_kept_connections(
     servers: Servers, mode: SslMode
 ) -> None:
     monitor = Endpoint(MONITOR_USER, Secret(MONITOR_PASSWORD), Tls(mode, None), 5000, 5000)
     prober = Prober(monitor, servers.question, persistent=True)
     nodes = servers.nodes
+    oracle = {node: by_cursor(servers.question, monitor, node) for node in nodes}
     try:
-        first = prober.probe_all(nodes, time.monotonic() + DEADLINE_S)  # each connects
+        first = prober.probe_all(nodes, time.monotonic() + DEADLINE_S)  # each connects, asks
         kept = kept_connections(prober)
         encrypted = {node: over_tls(conn) for node, conn in kept.items()}
         later = prober.probe_all(nodes, time.monotonic() + DEADLINE_S)  # the exchange
@@ -112,4 +125,6 @@ def test_a_kept_connection_asked_through_the_exchange_reads_what_a_new_one_reads
     for node in nodes:
         assert first[node].answered, first[node].error
         assert later[node].answered, later[node].error
-        assert servers.identity(later[node].facts) == servers.identity(first[node].facts)
+        expected = servers.identity(oracle[node])
+        assert servers.identity(first[node].facts) == expected
+        assert servers.identity(later[node].facts) == expected

@@ -26,9 +26,8 @@ NOT_ON_THE_RUN_PATH = (
     "checker_core.core.peers",
     "checker_core.edges.proxysql_peers",
     "checker_core.core.brownout",
-    # the daemon's: probes on kept connections, and what a steady pass keeps
+    # the daemon's: probes on kept connections, many at once, and what a steady pass keeps
     "checker_core.edges.exchange",
-    "checker_core.edges.wire",
     "checker_core.passes.kept",
     "checker_core.core.steady",
 )
