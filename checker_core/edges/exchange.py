@@ -30,7 +30,6 @@ from checker_core.edges.failures import describe_error, failure_of
 from checker_core.edges.question import AGAIN, Question, facts_of, packet_of
 
 _READABLE = select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP
-_CHUNK = 65536
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +212,11 @@ class Exchange:
         sock, got = flight.sock, False
         while True:
             try:
-                chunk = sock.recv(_CHUNK) if flight.tls else os.read(flight.fd, _CHUNK)
+                chunk = (
+                    sock.recv(wire.READ_CHUNK)
+                    if flight.tls
+                    else os.read(flight.fd, wire.READ_CHUNK)
+                )
             except (BlockingIOError, ssl.SSLWantReadError):
                 return got
             except OSError as exc:

@@ -31,8 +31,6 @@ from checker_core.edges.exchange import Remembered, forget
 from checker_core.edges.failures import describe_error, failure_of
 from checker_core.edges.question import AGAIN, Question, facts_of, packet_of
 
-_CHUNK = 65536
-
 
 class _Line:
     """One held connection: the packet it is asked, and its last answer and facts."""
@@ -134,7 +132,7 @@ class HeldAsk:
             self._drop(line)
             return line.node
         try:
-            chunk = os.read(fd, _CHUNK)
+            chunk = os.read(fd, wire.READ_CHUNK)
         except BlockingIOError:
             return None
         except OSError as exc:

@@ -58,13 +58,4 @@ def answer_bytes(
     from checker_core.edges import wire
 
     sock.sendall(packet)
-    buf = b""
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise wire.lost_connection()
-        buf += chunk
-        if buf == last:
-            return buf, None
-        if (answer := wire.read_answer(buf)) is not None:
-            return buf, answer
+    return wire.answer_read(sock, last)

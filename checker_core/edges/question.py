@@ -23,7 +23,6 @@ MAX_ROUNDS = 3
 # client-side error codes (CR_*): the connection failed, no server answered
 _CLIENT_ERRORS = range(2000, 3000)
 _SERVER_ERRORS_FROM = 1000
-_CHUNK = 65536
 
 
 class Again:
@@ -113,6 +112,12 @@ def facts_of(question: Question[Facts], conn: Any, buf: bytes, asked: int) -> Fa
     raw = wire.read_answer(buf)
     if raw is None:
         return None
+    return _facts_from(question, conn, raw, asked)
+
+
+def _facts_from(
+    question: Question[Facts], conn: Any, raw: tuple[wire.RawResult, ...], asked: int
+) -> Facts | Again:
     facts = question.read(conn, Answer(tuple(wire.decoded(conn, r) for r in raw)))
     if facts is AGAIN and asked >= MAX_ROUNDS:
         raise RuntimeError(f"no answer after {MAX_ROUNDS} rounds")
@@ -129,18 +134,12 @@ def _answered_on(sock: Any, question: Question[Facts], conn: Any, asked: int) ->
         sock.sendall(packet)
     except OSError as exc:
         raise wire.server_gone(exc) from exc
-    buf = b""
-    while True:
-        try:
-            chunk = sock.recv(_CHUNK)
-        except OSError as exc:
-            raise wire.lost_connection(str(exc)) from exc
-        if not chunk:
-            raise wire.lost_connection()
-        buf += chunk
-        facts = facts_of(question, conn, buf, asked)
-        if facts is not None:
-            return facts
+    try:
+        _, raw = wire.answer_read(sock, None)
+    except OSError as exc:
+        raise wire.lost_connection(str(exc)) from exc
+    assert raw is not None  # no last answer to be equal to
+    return _facts_from(question, conn, raw, asked)
 
 
 def answer_by_cursor(conn: Any, sql: str, params: Sequence[object]) -> Answer:

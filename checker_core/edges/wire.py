@@ -1,4 +1,4 @@
-"""The MySQL client protocol's answer to one COM_QUERY, read from bytes (no socket here).
+"""The MySQL client protocol's answer to one COM_QUERY, read from bytes.
 
 Every question a checker asks a node is written and read this way, on the connection PyMySQL
 opened and logged in: on a probe's own thread (edges/question.py), or many nodes at once on one
@@ -6,6 +6,9 @@ thread as their answers come (edges/exchange.py, edges/held_ask.py). This module
 bytes into packets, says when an answer is whole, and turns it into
 the values PyMySQL would have given for it: the same types, decoded the same way, and a
 server's error as the exception PyMySQL would have raised.
+
+The bytes are read here only when a caller waits for one answer on a blocking socket
+(answer_read); a reader of many sockets at once reads them itself and hands them over.
 
 Only what a text-protocol query answers is understood: OK, ERR, result sets (with EOF packets:
 PyMySQL never asks for CLIENT_DEPRECATE_EOF) and several of them after a multi-statement.
@@ -22,6 +25,8 @@ V = TypeVar("V")
 # a statement's rows, each a tuple of values as PyMySQL gives them
 Rows = tuple[tuple[Any, ...], ...]
 
+# how much of an answer one read of a socket takes at most
+READ_CHUNK = 65536
 MAX_PAYLOAD = 0xFFFFFF
 COM_QUERY = 0x03
 SERVER_MORE_RESULTS_EXISTS = 0x0008
@@ -170,6 +175,22 @@ def _result_set(
             return at, bool(status & SERVER_MORE_RESULTS_EXISTS)
         rows.append(_row(packet, width))
     return None
+
+
+def answer_read(sock: Any, last: bytes | None) -> tuple[bytes, tuple[RawResult, ...] | None]:
+    """The answer to the statement just written on `sock`, read within the socket's own
+    timeout: its bytes, and its results (None when the bytes are `last`, whole). Raises
+    OSError, ProtocolError, or the lost connection when the server closes it."""
+    buf = b""
+    while True:
+        chunk = sock.recv(READ_CHUNK)
+        if not chunk:
+            raise lost_connection()
+        buf += chunk
+        if buf == last:
+            return buf, None
+        if (answer := read_answer(buf)) is not None:
+            return buf, answer
 
 
 def statement(conn: Any, sql: str, params: Any) -> tuple[str, bytes]:
