@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tests/setup.sh
-exec "${PYTHON:-python3}" -m tests.lab.demo
+source tests/python.sh
+exec "$PYTHON" -m tests.lab.demo

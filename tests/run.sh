@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tests/setup.sh
-PYTHON=${PYTHON:-python3}
+source tests/python.sh
 echo "== ruff"
 "$PYTHON" -m ruff check .
 "$PYTHON" -m ruff format --check .

