@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from checker_core.exitcodes import Exit
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from checker_core.core.schema import Checker
     from checker_core.core.settings import Settings
     from checker_core.core.whatif import Assumed
+    from checker_core.passes.announce import SchedulerHooks
     from checker_core.passes.fleet import Fleet
     from checker_core.passes.plugin import CheckerKind
     from checker_core.passes.result import PassResult
@@ -146,18 +147,38 @@ def run(settings: Settings, kind: Callable[[], CheckerKind]) -> Exit:
     )
     fleet = new_fleet(settings, kind())
     settled()
+    hooks = _scheduler_hooks(settings, fleet)
     try:
         results = fleet.run_all(Mode.APPLY)
         for result in results:
             log_pass(log, result)
+        if hooks is not None:  # handed to a process of their own: this one does not wait
+            _say_hooks(log, hooks.after_passes(results))
         # the passes are over and their locks released: ProxySQL's next run of a cluster goes
         # on while what they left for after them (an eviction's stall wait) takes its own time
-        for later in fleet.finish():
+        finished = fleet.finish()
+        for later in finished:
             log_later(log, later)
+        if hooks is not None and finished:
+            _say_hooks(log, hooks.after_actions([(f.cluster, f.done) for f in finished]))
     finally:
         fleet.close()
     # what was done after the passes is said, never the exit code: that is the passes'
     return exit_code(results)
+
+
+def _scheduler_hooks(settings: Settings, fleet: Fleet) -> SchedulerHooks | None:
+    """The clusters' hooks, when one has any (the hooks' modules are loaded only then)."""
+    if all(c.hooks is None for c in settings.clusters):
+        return None
+    from checker_core.passes.announce import SchedulerHooks
+
+    return SchedulerHooks(settings, fleet.store)
+
+
+def _say_hooks(log: Any, said: list[tuple[str, str]]) -> None:
+    for cluster, text in said:
+        log.warning("hook", cluster=cluster, summary=f"cluster {cluster}: hooks: {text}")
 
 
 def settled() -> None:

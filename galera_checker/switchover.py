@@ -26,6 +26,7 @@ from checker_core.core.writers import pin_passed_over
 from checker_core.edges import proxysql_sessions as sessions_edge
 from checker_core.edges.admin_errors import AdminError
 from checker_core.exitcodes import Exit
+from checker_core.passes.announce import CommandHooks
 from checker_core.passes.repeat import passes_until
 from checker_core.passes.result import Mode, Outcome, PassResult
 from checker_core.passes.runner import PassRunner
@@ -125,7 +126,8 @@ def switchover(
             say(render(runner.run(Mode.DRY_RUN, pin=target), cluster.hostgroups, with_sql=True))
             return Exit.OK
         runner.store.pin_writer(cluster.name, target)
-        return _move(runner, cluster, target, say)
+        old = now.routed_writers[0] if now.routed_writers else None
+        return _move(runner, cluster, target, say, old)
     finally:
         runner.close()
 
@@ -164,22 +166,31 @@ def _move(
     cluster: ClusterSettings,
     target: NodeAddress,
     say: Callable[[str], None],
+    old: NodeAddress | None = None,
 ) -> Exit:
     timeout_s = cluster.drain_timeout_ms / 1000 + 5 * runner.settings.run.interval_ms / 1000
+    hooks = CommandHooks(runner.settings, lambda: runner.store, cluster, say)
+
+    def ended(done: bool, why: str) -> None:
+        hooks.ended(old, target, done, why)
+
     ran = False
     for result, late in passes_until(runner, timeout_s, pin=target):
         if result.outcome is not Outcome.BUSY:
             ran = True
             say(summary(result))
+        hooks.passed(result)
         if result.outcome in (Outcome.FAILED, Outcome.BAD_INPUT):
             # the pin is the operator's word, kept: a daemon's next pass may well finish the move
             say(
                 f"cluster {cluster.name}: switchover to {target}: its pass failed; the pin "
                 "stays and the next passes go on with it (switchover --release drops it)"
             )
+            ended(False, f"its pass failed: {result.message}")
             return result.outcome.exit_code
         if result.moved_to(target):
             say(f"cluster {cluster.name}: switchover to {target} done")
+            ended(True, f"{target} writes alone")
             return Exit.OK
         if late:
             why = "not finished in time" if ran else "the pass lock stayed held by another process"
@@ -187,5 +198,6 @@ def _move(
                 f"cluster {cluster.name}: switchover to {target}: {why}; the pin stays and "
                 "the next passes go on with it (switchover --release drops it)"
             )
+            ended(False, why)
             return Exit.FAILED
     raise AssertionError("passes_until never ends")

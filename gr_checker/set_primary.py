@@ -28,6 +28,7 @@ from checker_core.core.model import NodeAddress
 from checker_core.core.roster import LiveLayout
 from checker_core.edges.lock import cluster_lock
 from checker_core.exitcodes import Exit
+from checker_core.passes.announce import CommandHooks
 from checker_core.passes.repeat import passes_until
 from checker_core.passes.result import Mode, Outcome, PassResult
 from checker_core.passes.runner import PassRunner
@@ -274,6 +275,12 @@ def _follow(
     say: Callable[[str], None],
 ) -> Exit:
     name = cluster.name
+    hooks = CommandHooks(runner.settings, lambda: runner.store, cluster, say)
+
+    def ended(code: Exit, why: str) -> Exit:
+        hooks.ended(move.source, move.target, code is Exit.OK, why)
+        return code
+
     call.start()
     said = ""
     reported = False
@@ -284,12 +291,13 @@ def _follow(
             if line != said:
                 say(f"pass: {summary(result)}")
                 said = line
+        hooks.passed(result)
         if result.outcome in (Outcome.FAILED, Outcome.BAD_INPUT):
             say(
                 f"cluster {name}: switchover to {move.target}: a pass failed; the group goes on "
                 "with the switch and the next passes follow it"
             )
-            return result.outcome.exit_code
+            return ended(result.outcome.exit_code, f"a pass failed: {result.message}")
         # a failed call is reported after a pass of ours has shown what the group has now
         failed = call.finished.is_set() and call.error is not None
         if failed and (ours or late):
@@ -297,14 +305,14 @@ def _follow(
                 f"cluster {name}: group_replication_set_as_primary on {move.target} failed: "
                 f"{call.error}; ProxySQL follows the group as it is (see the pass above)"
             )
-            return Exit.FAILED
+            return ended(Exit.FAILED, f"group_replication_set_as_primary failed: {call.error}")
         if call.finished.is_set() and call.error is None:
             if not reported:
                 reported = True
                 say(f"cluster {name}: group_replication_set_as_primary: {call.answer}")
             if _writes_alone(runner, cluster, move.target):
                 say(f"cluster {name}: switchover to {move.target} done")
-                return Exit.OK
+                return ended(Exit.OK, f"{move.target} writes alone")
         if late:
             waiting = (
                 "the writer hostgroup to hold it"
@@ -315,7 +323,7 @@ def _follow(
                 f"cluster {name}: switchover to {move.target}: not done within {timeout_s:g} s "
                 f"(--timeout), still waiting for {waiting}; passes go on following the group"
             )
-            return Exit.FAILED
+            return ended(Exit.FAILED, f"not done within {timeout_s:g} s: waiting for {waiting}")
     raise AssertionError("passes_until never ends")
 
 

@@ -6,6 +6,7 @@ so a key cannot exist without its documentation.
 
 from __future__ import annotations
 
+from checker_core.core.hook_keys import HOOK_KEYS
 from checker_core.core.schema import (
     INT_MAX,
     REQUIRED,
@@ -460,6 +461,7 @@ KEYS: tuple[Key, ...] = (
         maximum=600000,
         checkers=(Checker.GALERA,),
     ),
+    *HOOK_KEYS,
 )
 
 KEYS_BY_SECTION: dict[str, dict[str, Key]] = {

@@ -142,6 +142,21 @@ class RunSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class HookSettings:
+    """Where a cluster's events go: a program (the event as JSON on its stdin) and/or a URL
+    (the same JSON POSTed), each given `timeout_ms`; at most `queue` events wait."""
+
+    command: tuple[str, ...] = ()  # argv: an absolute path, then the operator's own arguments
+    url: Secret | None = None  # it may carry a token: never printed
+    timeout_ms: int = 10000
+    queue: int = 100
+    events: frozenset[str] = frozenset()  # the events sent; empty: every one
+
+    def wants(self, event: str) -> bool:
+        return not self.events or event in self.events
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSettings:
     """One cluster's hostgroups, writer rules and thresholds."""
 
@@ -164,6 +179,7 @@ class ClusterSettings:
     # not a configuration key: the writer a switchover chose (kept in the state directory),
     # preferred over weights and fail_back while it is healthy, until released
     preferred_writer: NodeAddress | None = None
+    hooks: HookSettings | None = None  # None: no hook is configured
 
 
 @dataclass(frozen=True, slots=True)

@@ -383,6 +383,32 @@ class StateStore:
         self.ensure_dir()
         _atomic_write(path, f"{node}\n")
 
+    # ------------------------------------------------------------ what the hooks were told
+
+    def told_path(self, cluster: str) -> Path:
+        return self._path(cluster, "told")
+
+    def told(self, cluster: str) -> str | None:
+        """The cluster's condition its hooks were last told (None: never, or the file is
+        lost: a blind cluster is then told again, never not at all)."""
+        try:
+            return self.told_path(cluster).read_text(encoding="utf-8").strip() or None
+        except OSError:
+            return None
+
+    def record_told(self, cluster: str, condition: str) -> str | None:
+        path = self.told_path(cluster)
+        try:
+            self.ensure_dir()
+            _atomic_write(path, condition + "\n")
+        except OSError as exc:
+            return f"{path} not written ({exc.strerror or exc})"
+        return None
+
+    def hook_slot_path(self, cluster: str, slot: int) -> Path:
+        """A scheduler pass's hook process holds one of these, locked, while it runs."""
+        return self._path(cluster, f"hook.{slot}")
+
     # ------------------------------------------------------------ pause switch
 
     def paused(self, cluster: str) -> Path | None:

@@ -9,11 +9,15 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from checker_core.core.model import Hostgroups
 from checker_core.core.settings import Settings
+from checker_core.edges.hooks import Told
+from checker_core.passes.events import Event
 from checker_core.passes.result import PassResult
 from checker_core.report import status_record
 from checker_core.service.health import ClusterRecord, Health, judge_health
@@ -23,6 +27,17 @@ if TYPE_CHECKING:  # imported when enabled: prometheus_client only loads with a 
     from checker_core.service.metrics import DaemonMetrics
 
 JSON = "application/json"
+EVENTS_KEPT = 50  # per cluster
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEntry:
+    """One line of a cluster's recent history: an event, or a hook that failed."""
+
+    at: float  # wall clock: shown to people, never used for a duration
+    cluster: str
+    kind: str
+    summary: str
 
 
 class Board:
@@ -42,6 +57,9 @@ class Board:
         self._records: dict[str, ClusterRecord | None] = {}
         self._hostgroups: dict[str, Hostgroups] = {}
         self._interval_s = 0.0
+        # each cluster's recent events and hook outcomes, newest last (the status page's timeline)
+        self._events: dict[str, deque[TimelineEntry]] = {}
+        self._hooked: list[tuple[str, bool]] = []
         self.metrics: DaemonMetrics | None = None
         self.reconfigure(settings)
 
@@ -51,14 +69,21 @@ class Board:
             self._interval_s = settings.run.interval_ms / 1000
             self._hostgroups = {c.name: c.hostgroups for c in settings.clusters}
             self._records = {name: self._records.get(name) for name in self._hostgroups}
+            self._events = {
+                name: self._events.get(name, deque(maxlen=EVENTS_KEPT)) for name in self._hostgroups
+            }
+            self._hooked = [(c.name, c.hooks is not None) for c in settings.clusters]
             if self.metrics is not None:  # under the lock: a scrape may be reading them
                 self.metrics.forget_clusters(self._hostgroups)
+                self.metrics.configured(self._hooked)
 
     def enable_metrics(self) -> None:
         if self.metrics is None:
             from checker_core.service.metrics import DaemonMetrics
 
             self.metrics = DaemonMetrics(self.checker)
+            with self._lock:
+                self.metrics.configured(self._hooked)
 
     def started_early(self, cause: str) -> None:
         """A pass the watch between passes started before its time."""
@@ -84,6 +109,36 @@ class Board:
                 )
                 if metrics is not None:
                     metrics.observe(result, stamped_at)
+
+    def record_events(self, events: Iterable[Event]) -> None:
+        """A pass's events, on the timeline and counted (from the cluster's own loop)."""
+        entries = [TimelineEntry(self.wall(), e.cluster, e.kind.label, e.summary) for e in events]
+        if not entries:
+            return
+        with self._lock:
+            for entry in entries:
+                kept = self._events.get(entry.cluster)
+                if kept is not None:
+                    kept.append(entry)
+                if self.metrics is not None:
+                    self.metrics.events(entry.cluster, (entry.kind,))
+
+    def hook_told(self, told: Told) -> None:
+        """A hook's outcome (from the cluster's hook thread): counted; a failure on the
+        timeline."""
+        outcome = "dropped" if told.dropped else "failed" if told.failures else "told"
+        with self._lock:
+            if self.metrics is not None:
+                self.metrics.hook_told(told.cluster, told.event, outcome)
+            kept = self._events.get(told.cluster)
+            if kept is not None and outcome != "told":
+                kept.append(
+                    TimelineEntry(self.wall(), told.cluster, f"hook {outcome}", told.describe())
+                )
+
+    def timeline(self, cluster: str) -> list[TimelineEntry]:
+        with self._lock:
+            return list(self._events.get(cluster, ()))
 
     def health(self) -> Health:
         with self._lock:

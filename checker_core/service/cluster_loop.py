@@ -11,6 +11,8 @@ from typing import Any, Protocol
 from checker_core.core.model import BadRow
 from checker_core.core.settings import ClusterSettings
 from checker_core.edges.admin_errors import AdminError
+from checker_core.edges.hooks import Told
+from checker_core.passes.announce import Announcer, QueueSink
 from checker_core.passes.fleet import Fleet
 from checker_core.passes.result import Mode, PassResult
 from checker_core.passes.runner import PassRunner
@@ -67,6 +69,12 @@ class ClusterLoop:
         self.stop = threading.Event()  # this loop's end: removed, changed, or the daemon's stop
         self.ended = threading.Event()  # its last pass is over and its runner closed
         self.thread: threading.Thread | None = None
+        # the cluster's hooks: its own announcer and queue (one cluster's hook that hangs
+        # never holds another's events)
+        self.sink: QueueSink | None = None
+        if cluster.hooks is not None:
+            self.sink = QueueSink(cluster.hooks, self.name, self.hook_said)
+        self.announcer = Announcer(runner.settings, cluster, daemon.fleet.store, self.sink)
 
     def run(self, stop: threading.Event, after_pass: Callable[[ClusterLoop], None]) -> None:
         """Warm up, then pass and wait until `stop`. A wait `stop` cut short is taken up again
@@ -104,7 +112,16 @@ class ClusterLoop:
 
     def close(self) -> None:
         self.runner.close()
+        if self.sink is not None and self.cluster.hooks is not None:
+            # the event being told gets its whole timeout; those still waiting are said
+            self.sink.close(self.cluster.hooks.timeout_ms / 1000)
         self.ended.set()
+
+    def hook_said(self, told: Told) -> None:
+        """A hook's outcome (on the cluster's hook thread): a line, and the board's count."""
+        self.daemon.board.hook_told(told)
+        method = self.daemon.log.info if told.ok else self.daemon.log.warning
+        method("hook", cluster=self.name, hook_event=told.event, summary=told.describe())
 
     def warm_up(self, stop: threading.Event) -> None:
         """Its connections opened before its first pass, on its own time; then the end of the
@@ -140,6 +157,10 @@ class ClusterLoop:
             # /metrics or /status sees this pass there
             daemon.board.record([result])
             log_pass(daemon.log, result)
+            daemon.board.record_events(self.announcer.after_pass(result))
+            for warning in self.announcer.warnings:
+                daemon.log.warning("hook", cluster=self.name, summary=warning)
+            self.announcer.warnings.clear()
             if change:
                 daemon.log.warning("readiness", cluster=result.cluster, summary=change)
             self.warn_advice(result)

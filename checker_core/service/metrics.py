@@ -19,6 +19,7 @@ from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.process_collector import ProcessCollector
 
 from checker_core import __version__
+from checker_core.core.events import EVENT_NAMES
 from checker_core.core.model import NodeAddress
 from checker_core.core.verdict import State
 from checker_core.passes.result import Outcome, PassResult
@@ -49,6 +50,7 @@ class MetricSpec:
 
 
 EVICTION_REASONS = ("refused", "unresponsive")
+HOOK_OUTCOMES = ("told", "failed", "dropped")
 
 METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("info", Gauge, ("checker", "version"), "Always 1; which checker and version run."),
@@ -170,6 +172,21 @@ METRICS: tuple[MetricSpec, ...] = (
         "next one writes them again.",
     ),
     MetricSpec(
+        "events",
+        Counter,
+        ("cluster", "event"),
+        "Events of the cluster's passes (docs/hooks.md: writer_changed, node_out, node_back, "
+        "eviction, switchover, blind, no_writer, recovered), told to a hook or not.",
+    ),
+    MetricSpec(
+        "hook_deliveries",
+        Counter,
+        ("cluster", "event", "outcome"),
+        "Events handed to the cluster's hooks, by outcome: told (every hook took it), failed "
+        "(a hook failed, timed out and was killed, or a URL refused it), dropped (the hook "
+        "queue was full, or the daemon stopped before it was told).",
+    ),
+    MetricSpec(
         "last_success_timestamp_seconds",
         Gauge,
         ("cluster",),
@@ -221,6 +238,24 @@ class DaemonMetrics:
         metric = self._metrics[name]
         assert isinstance(metric, Histogram)
         return metric
+
+    def configured(self, clusters: Iterable[tuple[str, bool]]) -> None:
+        """Every cluster's event series from 0 (and its hooks' when it has some), so that
+        increase() sees the first event, not only the second."""
+        for name, hooked in clusters:
+            for event in EVENT_NAMES:
+                self._counter("events").labels(name, event)
+                if hooked:
+                    for outcome in HOOK_OUTCOMES:
+                        self._counter("hook_deliveries").labels(name, event, outcome)
+            self._outcomes.setdefault(name, set())
+
+    def events(self, cluster: str, names: Iterable[str]) -> None:
+        for name in names:
+            self._counter("events").labels(cluster, name).inc()
+
+    def hook_told(self, cluster: str, event: str, outcome: str) -> None:
+        self._counter("hook_deliveries").labels(cluster, event, outcome).inc()
 
     def started_early(self, cause: str) -> None:
         self._counter("early_passes").labels(cause).inc()
@@ -327,6 +362,10 @@ class DaemonMetrics:
                     self._remove(spec, cluster)
             for reason in EVICTION_REASONS:
                 self._remove(self._spec("evictions"), cluster, reason)
+            for event in EVENT_NAMES:
+                self._remove(self._spec("events"), cluster, event)
+                for outcome in HOOK_OUTCOMES:
+                    self._remove(self._spec("hook_deliveries"), cluster, event, outcome)
 
     @staticmethod
     def _spec(name: str) -> MetricSpec:

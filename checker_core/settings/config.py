@@ -29,6 +29,7 @@ from checker_core.core.settings import (
     Settings,
 )
 from checker_core.settings.accounts import endpoint, node_admin
+from checker_core.settings.hooks import OPTIONAL_HOOK_KEYS, hook_settings
 from checker_core.settings.problems import ConfigError, Problem
 from checker_core.settings.sources import (
     CONFIG_ENV,
@@ -70,7 +71,8 @@ def _cluster(
     named = _name_ok(values, where, names, problems)
     derived_from = _derive_templates(values, where, problems)
     placed = _hostgroups_ok(values, where, derived_from, used, problems)
-    if not (named and placed) or not values.complete("main_segment"):
+    hooks = hook_settings(values, where, problems)
+    if not (named and placed) or not values.complete("main_segment", *OPTIONAL_HOOK_KEYS):
         return None
     return ClusterSettings(
         name=values.text("name"),
@@ -89,6 +91,7 @@ def _cluster(
         unresponsive_after_ms=values.number("unresponsive_after_ms")
         if values.flag("evict_unresponsive_nodes")
         else 0,
+        hooks=hooks,
     )
 
 

@@ -127,6 +127,7 @@ def test_brownout_gauge_only_for_group_replication() -> None:
 
 def test_every_declared_metric_gets_a_sample() -> None:
     metrics = DaemonMetrics("gr")
+    metrics.configured([("main", True)])  # what the board does for its clusters
     first = galera_pass([])
     died = galera_pass(after(first), {N1: probe_down(N1)})
     busy = PassResult("main", "p3", Outcome.BUSY, 0.1, "another pass holds the lock; skipped")
@@ -186,3 +187,22 @@ def test_evictions_are_counted_by_reason() -> None:
     assert value(samples, name, cluster="main", reason="unresponsive") == 1
     metrics.forget_clusters(())
     assert value(scrape(metrics), name, cluster="main", reason="unresponsive") is None
+
+
+def test_event_and_hook_series_start_at_zero_and_go_with_their_cluster() -> None:
+    metrics = DaemonMetrics("galera")
+    metrics.configured([("main", True), ("quiet", False)])
+    samples = scrape(metrics)
+    name = "proxysql_checker_hook_deliveries_total"
+    assert value(samples, name, cluster="main", event="writer_changed", outcome="failed") == 0
+    # a cluster without hooks has no hook series, but its events are counted from 0
+    assert not any(("cluster", "quiet") in labels for n, labels in samples if n == name)
+    assert value(samples, "proxysql_checker_events_total", cluster="quiet", event="blind") == 0
+    metrics.events("main", ["writer_changed", "node_out"])
+    metrics.hook_told("main", "writer_changed", "failed")
+    samples = scrape(metrics)
+    events = "proxysql_checker_events_total"
+    assert value(samples, events, cluster="main", event="writer_changed") == 1
+    assert value(samples, name, cluster="main", event="writer_changed", outcome="failed") == 1
+    metrics.forget_clusters(["quiet"])
+    assert all(("cluster", "main") not in labels for _, labels in scrape(metrics))
