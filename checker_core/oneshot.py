@@ -153,6 +153,7 @@ def run(settings: Settings, kind: Callable[[], CheckerKind]) -> Exit:
         for result in results:
             log_pass(log, result)
         if hooks is not None:  # handed to a process of their own: this one does not wait
+            _say_earlier(log, hooks)
             _say_hooks(log, hooks.after_passes(results))
         # the passes are over and their locks released: ProxySQL's next run of a cluster goes
         # on while what they left for after them (an eviction's stall wait) takes its own time
@@ -174,6 +175,14 @@ def _scheduler_hooks(settings: Settings, fleet: Fleet) -> SchedulerHooks | None:
     from checker_core.passes.announce import SchedulerHooks
 
     return SchedulerHooks(settings, fleet.store)
+
+
+def _say_earlier(log: Any, hooks: SchedulerHooks) -> None:
+    """What the hook processes of the passes before did, said by this one."""
+    for cluster, outcome in hooks.earlier():
+        method = log.info if outcome.get("ok") else log.warning
+        summary = f"cluster {cluster}: after an earlier pass: {outcome.get('summary')}"
+        method("hook", cluster=cluster, hook_event=outcome.get("hook_event"), summary=summary)
 
 
 def _say_hooks(log: Any, said: list[tuple[str, str]]) -> None:

@@ -1,17 +1,19 @@
 """The process a scheduler pass hands its events to (edges.hooks.send_detached): it reads its
-order on stdin (the hooks, secrets included, never in argv), tells each event in turn, says
-each outcome in a `hook` line where the pass's lines went, and ends. It holds its cluster's
-hook slot (an inherited, locked file) until then."""
+order on stdin (the hooks, secrets included, never in argv), tells each event in turn, and
+appends each outcome as a JSON line to the cluster's outcomes file, which the next pass says
+in its `hook` lines. It writes to no stream of its caller's (whoever reads the pass's output
+would wait for it) and holds its cluster's hook slot (an inherited, locked file) until it
+ends."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
 from checker_core.core.settings import HookSettings, Secret
 from checker_core.edges.hooks import tell
-from checker_core.edges.logs import get_logger
 
 
 def main() -> int:
@@ -22,23 +24,17 @@ def main() -> int:
         url=Secret(given["url"]) if given["url"] else None,
         timeout_ms=int(given["timeout_ms"]),
     )
-    settings = order["log"]
-    stream = sys.stdout if settings.get("log_stream") == "stdout" else sys.stderr
-    log = get_logger(
-        settings.get("log_format", "json"),
-        settings.get("log_level", "info"),
-        lean=True,
-        stream=stream,
-        checker=settings.get("checker", ""),
-    )
     failed = 0
     for document in order["documents"]:
-        cluster = str(document.get("cluster", ""))
-        told = tell(hooks, document, cluster)
+        told = tell(hooks, document, str(document.get("cluster", "")))
         failed += not told.ok
-        method = log.info if told.ok else log.warning
-        method("hook", cluster=cluster, hook_event=told.event, summary=told.describe())
-    stream.flush()
+        line = {"ok": told.ok, "hook_event": told.event, "summary": told.describe()}
+        # one short line per write, appended: lines of processes running at once never mix
+        fd = os.open(order["outcomes"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
+        try:
+            os.write(fd, (json.dumps(line) + "\n").encode())
+        finally:
+            os.close(fd)
     return 1 if failed else 0
 
 

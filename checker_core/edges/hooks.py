@@ -212,13 +212,13 @@ def send_detached(
     hooks: HookSettings,
     documents: Sequence[Mapping[str, object]],
     slots: Callable[[int], Path],
-    log: Mapping[str, str],
+    outcomes: Path,
 ) -> str | None:
     """A scheduler pass's events handed to a process of their own, which tells them after the
     pass has exited. At most hooks.queue such processes run for a cluster at once (each holds
     a slot file's lock until it ends); with none free the events are dropped: said in the
-    return value (None: handed over). `slots(k)`: the k-th slot file; `log`: the run's
-    log_format, log_level and log_stream, for the process's own lines."""
+    return value (None: handed over). `slots(k)`: the k-th slot file; `outcomes`: the file
+    the process appends what it did to, for the next pass to say."""
     held = _free_slot(slots, hooks.queue)
     if held is None:
         return (
@@ -231,15 +231,16 @@ def send_detached(
             "url": hooks.url.reveal() if hooks.url else None,
             "timeout_ms": hooks.timeout_ms,
         },
-        "log": dict(log),
+        "outcomes": str(outcomes),
         "documents": list(documents),
     }
     try:
         child = subprocess.Popen(
             [sys.executable, "-m", "checker_core.edges.hook_process"],
             stdin=subprocess.PIPE,
-            stdout=None,
-            stderr=None,  # its lines go where the pass's went
+            # nothing of the caller's: whoever reads the pass's output would wait for it
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             env=hook_environment(),
             start_new_session=True,  # ProxySQL's end of the scheduler's run does not end it
             pass_fds=(held,),

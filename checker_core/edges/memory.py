@@ -405,6 +405,28 @@ class StateStore:
             return f"{path} not written ({exc.strerror or exc})"
         return None
 
+    def hook_outcomes_path(self, cluster: str) -> Path:
+        """What a scheduler pass's hook processes did, one JSON line each, for the next pass
+        to say (they write to no stream of their caller's: a caller reading its output would
+        wait for them)."""
+        return self._path(cluster, "hook-outcomes")
+
+    def take_hook_outcomes(self, cluster: str) -> list[str]:
+        """The lines written since the last take, taken (a line a process appends meanwhile
+        stays for the next take)."""
+        path = self.hook_outcomes_path(cluster)
+        taken = path.with_name(f"{path.name}.{os.getpid()}.taken")
+        try:
+            os.replace(path, taken)
+        except OSError:
+            return []
+        try:
+            return taken.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return []
+        finally:
+            taken.unlink(missing_ok=True)
+
     def hook_slot_path(self, cluster: str, slot: int) -> Path:
         """A scheduler pass's hook process holds one of these, locked, while it runs."""
         return self._path(cluster, f"hook.{slot}")

@@ -8,6 +8,7 @@ hook and write no `told` file (a ProxySQL Cluster's acting checker tells them)."
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
@@ -144,7 +145,6 @@ class DetachedSink:
         if not self.kept or cluster.hooks is None:
             return None
         documents, self.kept = self.kept, []
-        run = self.settings.run
         try:
             self.store.ensure_dir()
         except OSError as exc:
@@ -153,12 +153,7 @@ class DetachedSink:
             cluster.hooks,
             documents,
             lambda k: self.store.hook_slot_path(cluster.name, k),
-            {
-                "log_format": run.log_format,
-                "log_level": run.log_level,
-                "log_stream": run.log_stream,
-                "checker": self.settings.checker.value,
-            },
+            self.store.hook_outcomes_path(cluster.name),
         )
 
 
@@ -172,6 +167,19 @@ class SchedulerHooks:
             if cluster.hooks is not None:
                 sink = DetachedSink(settings, store)
                 self.clusters[cluster.name] = (Announcer(settings, cluster, store, sink), sink)
+
+    def earlier(self) -> list[tuple[str, dict[str, object]]]:
+        """What the hook processes of earlier passes did, per cluster (each outcome once)."""
+        found: list[tuple[str, dict[str, object]]] = []
+        for name, (announcer, _) in self.clusters.items():
+            for line in announcer.store.take_hook_outcomes(name):
+                try:
+                    outcome = json.loads(line)
+                except ValueError:
+                    continue  # a line cut short by a full disk: nothing to say of it
+                if isinstance(outcome, dict):
+                    found.append((name, outcome))
+        return found
 
     def after_passes(self, results: list[PassResult]) -> list[tuple[str, str]]:
         for result in results:

@@ -176,7 +176,7 @@ def test_a_scheduler_hand_over_tells_after_it_returns_and_is_bounded(
     hooks = HookSettings(
         command=(str(program),), url=Secret(f"{receiver}/hooks/T0KEN"), queue=1, timeout_ms=20000
     )
-    log = {"log_format": "json", "log_level": "info", "log_stream": "stderr", "checker": "galera"}
+    log = tmp_path / "galera.main.hook-outcomes"
 
     def slot(k: int) -> Path:
         return tmp_path / f"galera.main.hook.{k}"
@@ -193,6 +193,10 @@ def test_a_scheduler_hand_over_tells_after_it_returns_and_is_bounded(
     wait_until(lambda: len(Receiver.bodies) == 1, 20, "the URL's event")
     assert json.loads(Receiver.bodies[0]) == EVENT
     wait_until(lambda: _free(slot(0)), 20, "its slot given back as the process ends")
+    # what it did is there for the next pass to say
+    (outcome,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert outcome == {"ok": True, "hook_event": "writer_changed", "summary": outcome["summary"]}
+    assert outcome["summary"].startswith("writer_changed: told in ")
 
 
 def _free(path: Path) -> bool:
