@@ -128,7 +128,7 @@ def _line(result: RunResult) -> str:
         f"seed {result.seed}: {result.seconds:.0f} s, {result.faults_done} faults and actions "
         f"({done}; {result.skipped} steps refused by the world; "
         f"{len(result.admin_faults)} admin faults met their statement), {result.checks} checks, "
-        f"{result.samples} samples, "
+        f"{result.samples} samples, {result.hook_events} hook events judged, "
         f"{len(result.violations)} violations"
     )
 

@@ -9,12 +9,14 @@ the daemon's log lines and the hostgroups before and after, then stops everythin
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from checker_core.core.model import Hostgroups, NodeAddress, ServerRow, ServerStatus
 from checker_core.core.settings import Endpoint, ProxySQLSettings, Secret, Tls
@@ -60,6 +62,26 @@ def relay(stream: object) -> None:
         print(f"  daemon | {line.rstrip()}", flush=True)
 
 
+def write_hook(where: Path, told: Path) -> Path:
+    """A hook program that keeps each event it is told, one JSON line each."""
+    where.mkdir(parents=True, exist_ok=True)
+    hook = where / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ncat >> {told}\n")
+    hook.chmod(0o755)
+    return hook
+
+
+def moved_event(told: Path, old: NodeAddress) -> dict[str, object] | None:
+    """The writer_changed event that took the writer from `old`, once the hook has it."""
+    if not told.exists():
+        return None
+    for line in told.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("writers_before") == [str(old)]:
+            return dict(event)
+    return None
+
+
 def main() -> int:
     galera, proxysql = GaleraLab(), ProxySQLLab()
     started_galera = not galera.running()
@@ -85,7 +107,19 @@ def main() -> int:
         admin.stage(HG.all, roster)
         admin.execute("LOAD MYSQL SERVERS TO RUNTIME")
         run = {"interval_ms": 500, "max_runtime_ms": 450, "log_format": "console"}
-        config = write_checker_config(lab_dir() / "demo", proxysql, HG, "demo", run)
+        where = lab_dir() / "demo"
+        told = where / "writer_changed.json"
+        told.unlink(missing_ok=True)
+        hook = write_hook(where, told)
+        say(f"hook: {hook} gets every writer change as JSON on its stdin (docs/hooks.md)")
+        config = write_checker_config(
+            where,
+            proxysql,
+            HG,
+            "demo",
+            run,
+            cluster_extra={"hook_command": str(hook), "hook_events": "writer_changed"},
+        )
         command = shutil.which("galera-checker")
         assert command is not None, "galera-checker is not installed: pip install -e ."
         say(f"galera-checker --config {config} daemon   (every 500 ms)")
@@ -110,6 +144,9 @@ def main() -> int:
             f"({took:.2f} s after the kill)"
         )
         print(table(admin), flush=True)
+        event = wait_until(lambda: moved_event(told, nodes[0]), 30, "the hook's event")
+        say("the hook's event for the failover")
+        print(json.dumps(event, indent=2), flush=True)
         admin.close()
     finally:
         if daemon is not None:

@@ -17,6 +17,7 @@ The numbers are issue 39's:
  7 what the checker says (/status writers, a command's exit code) matches what ProxySQL routes,
    and no node the world says is healthy is judged down
  8 no traceback, no dead or hung daemon, no pass over its deadline
+ 9 a hook is told only what a pass did (tests/world/hooks_told.py, judged at the end of a run)
 """
 
 from __future__ import annotations

@@ -157,6 +157,7 @@ class Observer:
         if not isinstance(record, dict) or record.get("event") != "pass":
             return
         cluster = str(record.get("cluster"))
+        self.world.saw_passes(line)
         self._last_pass[cluster] = at
         duration = record.get("duration_ms")
         if record.get("loaded") is True and isinstance(duration, (int, float)):

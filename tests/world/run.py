@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from tests.world import hooks_told
 from tests.world import schedule as sched
 from tests.world.invariants import Judge, Violation, quiescent, variables_kept
 from tests.world.observer import Observer
@@ -82,8 +83,17 @@ def run(
             tending.set()
             caretaker.join(timeout=10)
             observer.stop()
+        events = hooks_told.told(world.dir)
+        result.hook_events = len(events)
+        told = hooks_told.judge(
+            events,
+            world.passes_seen,
+            world.switchovers,
+            time.time() - time.monotonic() + world.t0,
+        )
         result.violations = sorted(
             observer.violations()
+            + told
             + at_rest
             + variables_kept(before, _variables(world), world.now()),
             key=lambda v: v.at,

@@ -82,6 +82,8 @@ FAULTS: tuple[FaultKind, ...] = (
     FaultKind("blind", "unblind", ("galera", "gr"), 1, (1.0, 5.0), node_level=False),
     # the cluster's daemon short of CPU: stopped and continued every few tens of milliseconds
     FaultKind("starve", "feed", ("galera", "gr"), 1, (1.0, 4.0), node_level=False),
+    # the cluster's hook hangs until the checker kills it (hooks_told.py): no pass may wait
+    FaultKind("hook_hang", "hook_unhang", ("galera", "gr"), 2, (1.0, 8.0), node_level=False),
     # ProxySQL's admin interface answers slowly (every answer held back)
     FaultKind("admin_slow", "admin_unslow", ("proxysql",), 2, (1.0, 4.0), node_level=False),
 )

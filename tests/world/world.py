@@ -29,6 +29,7 @@ from typing import Any
 from tests.lab.accounts import MONITOR_PASSWORD, MONITOR_USER, NODE_ADMIN_PASSWORD, NODE_ADMIN_USER
 from tests.lab.proxysql import ProxySQLLab
 from tests.lab.simnodes import SimNodes, SimNodesError
+from tests.world import hooks_told
 from tests.world.admin_relay import AdminRelay
 from tests.world.clients import AppClients, ClientCounts, users_sql
 from tests.world.invariants import ClusterSpec, Judge, Row, Violation
@@ -135,6 +136,7 @@ class RunResult:
     load_windows_ms: list[float] = field(default_factory=list)
     # what the application's clients did, per cluster (none with the emulator)
     clients: dict[str, ClientCounts] = field(default_factory=dict)
+    hook_events: int = 0  # events the checkers told the world's hooks (judged by invariant 9)
 
     @property
     def ok(self) -> bool:
@@ -266,6 +268,11 @@ class World:
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
         self.outcomes: list[Outcome] = []
+        # every pass line seen (daemons' and commands'), by pass_id; switchovers run (wall
+        # clock), for invariant 9 (what hooks are told)
+        self.passes_seen: dict[str, hooks_told.SeenPass] = {}
+        self.switchovers: list[hooks_told.SwitchoverRun] = []
+        self.hook = self.dir / "hook.sh"
         # cluster -> moves of its pin begun or ended (a switchover, its release, a lost state
         # directory): a dry run's check of the pin holds only while this stays the same
         self._pin_moves: dict[str, int] = {}
@@ -310,6 +317,7 @@ class World:
                 status_s=self.cadence.status_s,
             )
         self._seed_proxysql()
+        self.hook = hooks_told.install(self.dir)
         for kind in sorted({c.kind for c in self.clusters}):
             config = self.write_config(kind)
             port = _free_port()
@@ -475,6 +483,11 @@ class World:
                 f"retry_down = {self.retry_down.get(cluster.name, RETRY_DOWN[0])}",
                 f"retry_up = {RETRY_UP}",
             ]
+            # every cluster tells its events (the world judges them: hooks_told.py)
+            lines += [
+                f'hook_command = "{self.hook} {cluster.name}"',
+                f"hook_timeout_ms = {hooks_told.HOOK_TIMEOUT_MS}",
+            ]
             # the first Galera cluster evicts: its paths are the newest and the riskiest
             if kind == "galera" and cluster.name == self.first_of("galera"):
                 lines += ["evict_dead_nodes = true", "evict_unresponsive_nodes = true"]
@@ -557,6 +570,8 @@ class World:
             self._in_thread(replace(step, action=second), judge, rng)
         elif action in ("blind", "unblind"):
             self._blind(step, judge)
+        elif action in ("hook_hang", "hook_unhang"):
+            hooks_told.hang(self.dir, step.cluster, action == "hook_hang")
         elif action in ("starve", "feed"):
             self._starve(step, judge)
         elif action == "staged_edit":
@@ -668,6 +683,7 @@ class World:
                 return
             argv += ["--to", target]
         started = self.now()
+        started_wall = time.time()
         moves_pin = step.action == "switchover"
         with self._lock:
             if moves_pin:
@@ -694,10 +710,17 @@ class World:
                 argv, cwd=ROOT, capture_output=True, timeout=90, env=_env(), check=False
             )
             code: int | None = done.returncode
-            tail = (done.stdout + done.stderr).decode(errors="replace")[-2000:]
+            said = (done.stdout + done.stderr).decode(errors="replace")
+            tail = said[-2000:]
         except subprocess.TimeoutExpired:
-            code, tail = None, "hung: killed after 90 s"
+            code, tail, said = None, "hung: killed after 90 s", ""
         ended = self.now()
+        self.saw_passes(said)
+        if step.action == "switchover":
+            with self._lock:
+                self.switchovers.append(
+                    hooks_told.SwitchoverRun(step.cluster, target, code, started_wall, time.time())
+                )
         with self._lock:
             self.outcomes.append(Outcome(step, tuple(argv), code, started, ended, tail))
             pin_moved = self._pin_moves.get(step.cluster, 0) != pin_moves
@@ -754,6 +777,20 @@ class World:
             judge.violation(
                 7, ended, step.cluster, f"{step.action} exited {code}: {tail.strip()[-400:]}"
             )
+
+    def saw_passes(self, output: str) -> None:
+        """The pass lines in a checker's output (JSON lines), kept by pass_id."""
+        for line in output.splitlines():
+            if not line.startswith("{"):
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("event") == "pass":
+                seen = hooks_told.SeenPass.of(record)
+                with self._lock:
+                    self.passes_seen[seen.pass_id] = seen
 
     def _writers(self, cluster: str) -> set[str]:
         return {
