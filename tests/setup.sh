@@ -5,6 +5,8 @@
 #     lab's CA and the Galera nodes' certificates
 #   - Docker (Debian's docker.io) and debootstrap for the container tests (tests/containers): a
 #     dockerd is started when none answers, and the local base image is made once
+#   - prometheus (with promtool) for the shipped alert rules and dashboard (config/prometheus),
+#     chromium to load the daemon's status page headless (tests/integration/test_status_page.py)
 #   - python3 and python3-venv: without an interpreter that installs into its own site-packages,
 #     a venv of the checkout's own, .venv (tests/python.sh says which interpreter runs)
 #   - the project with its test extras
@@ -18,7 +20,7 @@ cd "$(dirname "$0")/.."
 # docker.io and debootstrap: the image and the containerized Galera cluster (their faults are
 # iptables rules and a relay on 127.0.0.1, see tests/containers)
 debs=(mariadb-server galera-4 mariadb-backup mariadb-client socat iproute2 patchelf xz-utils systemd
-      openssl docker.io debootstrap python3 python3-venv)
+      openssl docker.io debootstrap python3 python3-venv prometheus chromium)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -51,6 +51,7 @@ class MetricSpec:
 
 EVICTION_REASONS = ("refused", "unresponsive")
 HOOK_OUTCOMES = ("told", "failed", "dropped")
+WRITABLE_STATES = (State.HEALTHY, State.LAGGING, State.LAST_RESORT)
 
 METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("info", Gauge, ("checker", "version"), "Always 1; which checker and version run."),
@@ -105,6 +106,14 @@ METRICS: tuple[MetricSpec, ...] = (
         Gauge,
         ("cluster", "node", "verdict"),
         "1 for the verdict the last pass acted on, 0 for the others (one series per verdict).",
+    ),
+    MetricSpec(
+        "node_writable",
+        Gauge,
+        ("cluster", "node"),
+        "1 when the last pass found the node fit to take writes by its own state (healthy, "
+        "lagging or a donor still serving, with no read_only / super_read_only veto: a Galera "
+        "node in the Primary component, a GR primary), 0 when not.",
     ),
     MetricSpec(
         "writer",
@@ -240,15 +249,22 @@ class DaemonMetrics:
         return metric
 
     def configured(self, clusters: Iterable[tuple[str, bool]]) -> None:
-        """Every cluster's event series from 0 (and its hooks' when it has some), so that
-        increase() sees the first event, not only the second."""
+        """Every cluster's counters from 0 (its passes by outcome, failovers, LOADs, events,
+        and its hooks' when it has some), so that increase() and rate() see the first one,
+        not only the second."""
         for name, hooked in clusters:
             for event in EVENT_NAMES:
                 self._counter("events").labels(name, event)
                 if hooked:
                     for outcome in HOOK_OUTCOMES:
                         self._counter("hook_deliveries").labels(name, event, outcome)
-            self._outcomes.setdefault(name, set())
+            for spec in METRICS:  # failovers, LOADs...: the first one is an increase too
+                if spec.kind is Counter and spec.labels == ("cluster",):
+                    self._counter(spec.name).labels(name)
+            outcomes = self._outcomes.setdefault(name, set())
+            for outcome in Outcome:
+                self._counter("passes").labels(name, outcome.label)
+                outcomes.add(outcome.label)
 
     def events(self, cluster: str, names: Iterable[str]) -> None:
         for name in names:
@@ -321,6 +337,8 @@ class DaemonMetrics:
         for node, verdict in decision.verdicts.items():
             label = str(node)
             self._gauge("writer").labels(name, label).set(1 if node in writers else 0)
+            fit = verdict.writable and verdict.state in WRITABLE_STATES
+            self._gauge("node_writable").labels(name, label).set(1 if fit else 0)
             stranded = 1 if node in result.stranded else 0  # Galera's only; 0 for GR
             self._gauge("evicted_needs_restart").labels(name, label).set(stranded)
             for state in State:

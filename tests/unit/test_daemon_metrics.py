@@ -189,7 +189,7 @@ def test_evictions_are_counted_by_reason() -> None:
     assert value(scrape(metrics), name, cluster="main", reason="unresponsive") is None
 
 
-def test_event_and_hook_series_start_at_zero_and_go_with_their_cluster() -> None:
+def test_counters_start_at_zero_and_go_with_their_cluster() -> None:
     metrics = DaemonMetrics("galera")
     metrics.configured([("main", True), ("quiet", False)])
     samples = scrape(metrics)
@@ -198,6 +198,10 @@ def test_event_and_hook_series_start_at_zero_and_go_with_their_cluster() -> None
     # a cluster without hooks has no hook series, but its events are counted from 0
     assert not any(("cluster", "quiet") in labels for n, labels in samples if n == name)
     assert value(samples, "proxysql_checker_events_total", cluster="quiet", event="blind") == 0
+    # a first failover, a first blind pass are increases too
+    assert value(samples, "proxysql_checker_failovers_total", cluster="quiet") == 0
+    passes = "proxysql_checker_passes_total"
+    assert value(samples, passes, cluster="quiet", outcome="blind") == 0
     metrics.events("main", ["writer_changed", "node_out"])
     metrics.hook_told("main", "writer_changed", "failed")
     samples = scrape(metrics)
