@@ -20,16 +20,24 @@ cd "$(dirname "$0")/.."
 # docker.io and debootstrap: the image and the containerized Galera cluster (their faults are
 # iptables rules and a relay on 127.0.0.1, see tests/containers)
 debs=(mariadb-server galera-4 mariadb-backup mariadb-client socat iproute2 patchelf xz-utils systemd
-      openssl docker.io debootstrap python3 python3-venv prometheus chromium)
-missing=()
-for pkg in "${debs[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "setup: installing Debian packages: ${missing[*]}"
+      openssl docker.io debootstrap python3 python3-venv)
+# without their recommended packages (a node exporter, desktop services): the tests need the
+# binaries alone
+lean_debs=(prometheus chromium)
+missing() {
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || echo "$pkg"
+  done
+}
+mapfile -t missing < <(missing "${debs[@]}")
+mapfile -t missing_lean < <(missing "${lean_debs[@]}")
+if [ "${#missing[@]}" -gt 0 ] || [ "${#missing_lean[@]}" -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]} ${missing_lean[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq "${missing[@]}" >/dev/null
+  [ "${#missing[@]}" -eq 0 ] || apt-get install -y -qq "${missing[@]}" >/dev/null
+  [ "${#missing_lean[@]}" -eq 0 ] \
+    || apt-get install -y -qq --no-install-recommends "${missing_lean[@]}" >/dev/null
 fi
 
 source tests/python.sh

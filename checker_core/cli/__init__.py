@@ -16,6 +16,7 @@ from checker_core.cli.adopt import adopt_command
 from checker_core.cli.check_config import check_config
 from checker_core.cli.common import Invocation, config_options
 from checker_core.cli.daemon import daemon_command
+from checker_core.cli.doctor import doctor_command
 from checker_core.cli.health import healthcheck_command
 from checker_core.cli.pause import pause_command, resume_command
 from checker_core.cli.run import run_command, status_command
@@ -43,6 +44,7 @@ def make_group(checker: Checker, help_text: str, kind: Callable[[], CheckerKind]
 COMMANDS = (
     switchover_command,
     check_config,
+    doctor_command,
     run_command,
     status_command,
     daemon_command,

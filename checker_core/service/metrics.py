@@ -262,9 +262,9 @@ class DaemonMetrics:
                 if spec.kind is Counter and spec.labels == ("cluster",):
                     self._counter(spec.name).labels(name)
             outcomes = self._outcomes.setdefault(name, set())
-            for outcome in Outcome:
-                self._counter("passes").labels(name, outcome.label)
-                outcomes.add(outcome.label)
+            for ended in Outcome:
+                self._counter("passes").labels(name, ended.label)
+                outcomes.add(ended.label)
 
     def events(self, cluster: str, names: Iterable[str]) -> None:
         for name in names:

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 RESET_TABLES = (
     "mysql_servers",
     "mysql_users",
+    "mysql_query_rules",
     "scheduler",
     "mysql_galera_hostgroups",
     "mysql_group_replication_hostgroups",
@@ -74,6 +75,7 @@ RESET_TABLES = (
 RESET_COMMANDS = (
     "LOAD MYSQL SERVERS TO RUNTIME",
     "LOAD MYSQL USERS TO RUNTIME",
+    "LOAD MYSQL QUERY RULES TO RUNTIME",
     "LOAD SCHEDULER TO RUNTIME",
     "LOAD PROXYSQL SERVERS TO RUNTIME",
     "SAVE MYSQL SERVERS TO DISK",

@@ -1,0 +1,235 @@
+"""`doctor`: everything around the checker that decides whether writes reach the writer, read
+and judged, nothing changed. One line per finding, with its fix; exit 0 when nothing stops the
+writes (warnings may be said), 2 when something does, 1 when ProxySQL's admin cannot be read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from checker_core.cli.common import Invocation, config_options, fail, load_settings, run_passes
+from checker_core.exitcodes import Exit
+
+if TYPE_CHECKING:
+    from checker_core.core.doctor import Finding
+    from checker_core.core.model import NodeAddress
+    from checker_core.core.settings import Settings
+    from checker_core.edges.proxysql import AdminClient
+    from checker_core.passes.result import PassResult
+
+
+@click.command("doctor")
+@config_options
+@click.pass_obj
+def doctor_command(inv: Invocation, config: Path | None, overrides: tuple[str, ...]) -> None:
+    """Check what routes writes around the checker: users, query rules, monitor accounts,
+    ProxySQL's monitor and native managers, the scheduler, the ProxySQL Cluster's peers.
+    Reads only."""
+    from checker_core.core.doctor import Severity
+    from checker_core.edges.admin_errors import AdminError
+
+    settings = load_settings(inv.merged(config, overrides))
+    try:
+        found, nodes, account = _proxysql_findings(settings)
+    except AdminError as exc:
+        fail(f"doctor: ProxySQL's admin was not read ({exc}); nothing checked", Exit.FAILED)
+    found += _login_findings(account, nodes)
+    found += _probe_findings(run_passes(inv, settings, "status"), inv.checker.value)
+    for finding in found:
+        click.echo(finding.line())
+    problems = sum(1 for f in found if f.severity is Severity.PROBLEM)
+    warnings = len(found) - problems
+    if not found:
+        click.echo(
+            f"doctor: nothing found ({len(nodes)} node(s), {len(settings.clusters)} cluster(s))"
+        )
+        return
+    click.echo(f"doctor: {problems} problem(s), {warnings} warning(s)")
+    if problems:
+        raise SystemExit(int(Exit.BAD_INPUT))
+
+
+def _proxysql_findings(settings: Settings) -> tuple[list[Finding], list[NodeAddress], object]:
+    """What ProxySQL's admin shows; the roster's nodes; ProxySQL's monitor account."""
+    from checker_core.core.doctor import write_findings
+    from checker_core.edges import doctor_reads as reads
+    from checker_core.edges.proxysql import AdminClient
+
+    with AdminClient.connect(settings.proxysql) as admin:
+        found = write_findings(reads.users(admin), reads.rules(admin), settings.clusters)
+        found += _native_findings(admin, settings)
+        variables = reads.monitor_variables(admin)
+        found += _monitor_findings(variables)
+        found += _scheduler_findings(admin, settings)
+        found += _peer_findings(admin)
+        nodes = _roster(admin, settings)
+    return found, nodes, reads.monitor_account(variables, settings.monitor)
+
+
+def _native_findings(admin: AdminClient, settings: Settings) -> list[Finding]:
+    from checker_core.core.doctor import Finding, Severity
+    from checker_core.edges import native
+
+    rows = native.read(admin)
+    found = []
+    for cluster in settings.clusters:
+        text = native.conflict(cluster, rows)
+        if text is not None:
+            what, _, fix = text.partition("; remove ")
+            found.append(
+                Finding(
+                    Severity.PROBLEM,
+                    f"cluster {cluster.name}",
+                    what.split(": ", 1)[1],
+                    f"remove {fix}",
+                )
+            )
+    return found
+
+
+def _monitor_findings(variables: dict[str, str]) -> list[Finding]:
+    from checker_core.core.doctor import Finding, Severity
+
+    if variables.get("mysql-monitor_enabled", "true").lower() in ("true", "1"):
+        return []
+    return [
+        Finding(
+            Severity.WARNING,
+            "ProxySQL's monitor",
+            "mysql-monitor_enabled is false: ProxySQL neither pings its servers nor shuns one "
+            "that stops answering between the checker's passes, and its connection pool keeps "
+            "dead connections",
+            "SET mysql-monitor_enabled = 'true'; LOAD MYSQL VARIABLES TO RUNTIME; "
+            "SAVE MYSQL VARIABLES TO DISK",
+        )
+    ]
+
+
+def _scheduler_findings(admin: AdminClient, settings: Settings) -> list[Finding]:
+    from checker_core.core.doctor import Finding, Severity
+    from checker_core.scheduler import legacy_warnings, rival_problem, rival_rows, scheduled_rows
+
+    rows = scheduled_rows(admin)
+    config = settings.source.resolve()
+    said = [
+        *legacy_warnings(rows),
+        *(
+            rival_problem(r, other, config)
+            for r, other in rival_rows(rows, settings.checker, config)
+        ),
+    ]
+    found = []
+    for text in said:
+        what, _, fix = text.rpartition("; ")
+        found.append(Finding(Severity.PROBLEM, "ProxySQL's scheduler", what, fix))
+    return found
+
+
+def _peer_findings(admin: AdminClient) -> list[Finding]:
+    from checker_core.core.doctor import Finding, Severity
+    from checker_core.edges import doctor_reads as reads
+
+    own = reads.own_checksums(admin)
+    found = []
+    for peer, module, checksum in reads.peer_checksums(admin):
+        mine = own.get(module)
+        if mine is not None and checksum not in (mine, "", "0x0000000000000000"):
+            found.append(
+                Finding(
+                    Severity.WARNING,
+                    f"ProxySQL Cluster peer {peer}",
+                    f"its {module} (checksum {checksum}) differ from this proxy's ({mine}): its "
+                    "clients are routed by other rows",
+                    "see why it does not sync (admin-cluster_mysql_servers_diffs_before_sync, "
+                    "its admin credentials in admin-cluster_username); docs/several-proxies.md",
+                )
+            )
+    return found
+
+
+def _roster(admin: AdminClient, settings: Settings) -> list[NodeAddress]:
+    nodes: set[NodeAddress] = set()
+    for cluster in settings.clusters:
+        rows = admin.read_rows(cluster.hostgroups.all)
+        nodes.update(r.node for r in (*rows.runtime, *rows.staging))
+    return sorted(nodes)
+
+
+def _login_findings(account: object, nodes: list[NodeAddress]) -> list[Finding]:
+    """ProxySQL's own monitor account on every node: a server its monitor cannot log in to is
+    shunned by ProxySQL, whatever the checker decides."""
+    from checker_core.core.doctor import Finding, Severity
+    from checker_core.core.settings import Endpoint
+    from checker_core.edges.doctor_reads import monitor_login
+
+    if not isinstance(account, Endpoint):
+        return []
+    found = []
+    for node in nodes:
+        login = monitor_login(account, node)
+        subject = f"node {node}"
+        if login.error is not None:
+            found.append(
+                Finding(
+                    Severity.PROBLEM,
+                    subject,
+                    f"ProxySQL's monitor account {account.user} cannot log in ({login.error}): "
+                    "ProxySQL shuns a server its monitor cannot reach",
+                    "create the account on the node for ProxySQL's address with the password "
+                    "of mysql-monitor_password, or correct those variables",
+                )
+            )
+        elif not login.replication_client:
+            found.append(
+                Finding(
+                    Severity.WARNING,
+                    subject,
+                    f"ProxySQL's monitor account {account.user} has no REPLICATION CLIENT: "
+                    "ProxySQL's replication checks (max_replication_lag) fail on this node",
+                    f"GRANT REPLICATION CLIENT ON *.* TO {account.user} (on one node: grants "
+                    "replicate)",
+                )
+            )
+    return found
+
+
+def _probe_findings(results: list[PassResult], checker: str) -> list[Finding]:
+    """The checker's own [monitor] account, as a status pass probes with it."""
+    from checker_core.core.doctor import Finding, Severity
+
+    found = []
+    for result in results:
+        for node, probe in sorted(result.probes.items()):
+            subject = f"node {node}"
+            if probe.error is not None:
+                fix = (
+                    "GRANT SELECT ON performance_schema.* to the [monitor] account"
+                    if checker == "gr" and "1142" in probe.error
+                    else "check the [monitor] account on the node, and the route from this host"
+                )
+                found.append(
+                    Finding(
+                        Severity.PROBLEM,
+                        subject,
+                        f"the checker's probe as [monitor] failed: {probe.error}",
+                        fix,
+                    )
+                )
+            elif checker == "galera" and _no_wsrep(probe.facts):
+                found.append(
+                    Finding(
+                        Severity.PROBLEM,
+                        subject,
+                        "the checker's probe as [monitor] reads no Galera status "
+                        "(wsrep_cluster_status): wsrep is off, or this is no Galera node",
+                        "check wsrep_on and the provider on the node, or take it out of the roster",
+                    )
+                )
+    return found
+
+
+def _no_wsrep(facts: object) -> bool:
+    get = getattr(facts, "get", None)
+    return callable(get) and get("wsrep_cluster_status") is None
