@@ -166,6 +166,7 @@ def node_records(result: PassResult, hostgroups: Hostgroups) -> list[dict[str, A
                 "probe_ms": round(probe.elapsed_ms, 1) if probe else None,
                 "next": placements(decision.plan.desired, hostgroups, node),
                 "reason": verdict.reason,
+                "member_role": verdict.role,
             }
         )
     return records

@@ -164,6 +164,7 @@ class Board:
 
     def routes(self) -> Mapping[str, Route]:
         return {
+            "/": self._status_html,
             "/metrics": self._metrics_page,
             "/health": self._health_page,
             "/status": self._status_page,
@@ -185,6 +186,18 @@ class Board:
 
     def _status_page(self) -> Page:
         return Page(200, JSON, _json(self.status_document()))
+
+    def _status_html(self) -> Page:
+        """The status page: /status and /health as people read them, with the timeline."""
+        from checker_core.service.status_page import render
+
+        document = self.status_document()
+        health = self.health().document()
+        with self._lock:
+            timelines = {name: list(kept) for name, kept in self._events.items()}
+            refresh_s = max(2, round(self._interval_s * 2))
+        body = render(document, timelines, health, refresh_s, self.wall())
+        return Page(200, "text/html; charset=utf-8", body)
 
 
 def _json(document: Mapping[str, object]) -> bytes:
