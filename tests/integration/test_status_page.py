@@ -7,6 +7,7 @@ $TEST_ARTIFACTS)."""
 from __future__ import annotations
 
 import html.parser
+import json
 import os
 import shutil
 import socket
@@ -114,6 +115,12 @@ class Page(html.parser.HTMLParser):
             self.events[-1] += data
 
 
+def ready(port: int) -> bool:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=10) as answer:
+        document = json.load(answer)
+    return all(c["failover_ready"] is not None for c in document["clusters"])
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -133,6 +140,8 @@ def test_the_page_shows_the_writer_move_after_a_kill(
     url = f"http://127.0.0.1:{port}/"
     try:
         daemon.next_pass()
+        # readiness is worked out off the pass's loop: the page has it once /status has
+        wait_until(lambda: ready(port), 30, "failover readiness worked out")
         before = Page(browse(url, tmp_path / "profile", "--dump-dom"))
         assert before.writers == n1
         assert before.next == n2
