@@ -151,7 +151,8 @@ def test_a_flood_is_dropped_counted_and_said(
     rig: Rig, nodes: list[NodeAddress], tmp_path: Path
 ) -> None:
     """The first pass places three nodes: four events (the writer, three nodes routed) for a
-    queue of one behind a hook that hangs: one told, one waiting, two dropped."""
+    queue of one behind a hook that hangs: the first told, one waiting (unless the pass
+    offered it before the hook's thread took the first), the rest dropped."""
     gate = tmp_path / "gate"
     program = hook(tmp_path, f"while [ ! -e {gate} ]; do sleep 0.05; done\n")
     daemon = started(rig, hook_command=str(program), hook_queue=1, hook_timeout_ms=600000)
@@ -160,9 +161,14 @@ def test_a_flood_is_dropped_counted_and_said(
         assert all(d["summary"].endswith("dropped, the hook queue is full") for d in dropped)
         assert all(d["level"] == "warning" for d in dropped)
         gate.touch()
-        wait_until(lambda: len(told(tmp_path)) >= 2, 20, "the two kept told")
-        daemon.next_event("hook", timeout=20)  # the second told: nothing more waits
-        assert [e["event"] for e in told(tmp_path)] == ["writer_changed", "node_back"]
+
+        def accounted() -> bool:
+            said = "".join(daemon.output).count("dropped, the hook queue is full")
+            return len(told(tmp_path)) + said == 4
+
+        wait_until(accounted, 20, "every event told or said dropped")
+        events = [e["event"] for e in told(tmp_path)]
+        assert events in (["writer_changed"], ["writer_changed", "node_back"]), events
     finally:
         gate.touch()
         assert daemon.stop() == 0
