@@ -226,7 +226,7 @@ class StateStore:
 
     def _write(self, path: Path, payload: Mapping[str, object], value: object) -> None:
         self.ensure_dir()
-        _atomic_write(path, json.dumps(payload, indent=1, sort_keys=True))
+        atomic_write(path, json.dumps(payload, indent=1, sort_keys=True))
         self._known[path] = (_file_id(path), value)
 
     # ------------------------------------------------------------ a SAVE that failed
@@ -250,7 +250,7 @@ class StateStore:
         try:
             if owed:
                 self.ensure_dir()
-                _atomic_write(path, "SAVE MYSQL SERVERS TO DISK failed after a LOAD\n")
+                atomic_write(path, "SAVE MYSQL SERVERS TO DISK failed after a LOAD\n")
             else:
                 path.unlink(missing_ok=True)
         except OSError as exc:
@@ -286,7 +286,7 @@ class StateStore:
             if self.evicted(cluster) == dict(uuids):
                 return None
             self.ensure_dir()
-            _atomic_write(path, json.dumps(dict(sorted(uuids.items()))))
+            atomic_write(path, json.dumps(dict(sorted(uuids.items()))))
         except OSError as exc:
             return f"{path} not written ({exc.strerror or exc})"
         return None
@@ -330,7 +330,7 @@ class StateStore:
                 path.unlink(missing_ok=True)
                 return None
             self.ensure_dir()
-            _atomic_write(path, json.dumps(payload))
+            atomic_write(path, json.dumps(payload))
         except OSError as exc:
             return f"{path} not written ({exc.strerror or exc})"
         return None
@@ -358,7 +358,7 @@ class StateStore:
         payload = {"clock": _clock(), "at": at, "samples": [round(ms, 3) for ms in samples]}
         try:
             self.ensure_dir()
-            _atomic_write(path, json.dumps(payload))
+            atomic_write(path, json.dumps(payload))
         except OSError as exc:
             return f"{path} not written ({exc.strerror or exc})"
         return None
@@ -381,55 +381,12 @@ class StateStore:
             path.unlink(missing_ok=True)
             return
         self.ensure_dir()
-        _atomic_write(path, f"{node}\n")
+        atomic_write(path, f"{node}\n")
 
-    # ------------------------------------------------------------ what the hooks were told
-
-    def told_path(self, cluster: str) -> Path:
-        return self._path(cluster, "told")
-
-    def told(self, cluster: str) -> str | None:
-        """The cluster's condition its hooks were last told (None: never, or the file is
-        lost: a blind cluster is then told again, never not at all)."""
-        try:
-            return self.told_path(cluster).read_text(encoding="utf-8").strip() or None
-        except OSError:
-            return None
-
-    def record_told(self, cluster: str, condition: str) -> str | None:
-        path = self.told_path(cluster)
-        try:
-            self.ensure_dir()
-            _atomic_write(path, condition + "\n")
-        except OSError as exc:
-            return f"{path} not written ({exc.strerror or exc})"
-        return None
-
-    def hook_outcomes_path(self, cluster: str) -> Path:
-        """What a scheduler pass's hook processes did, one JSON line each, for the next pass
-        to say (they write to no stream of their caller's: a caller reading its output would
-        wait for them)."""
-        return self._path(cluster, "hook-outcomes")
-
-    def take_hook_outcomes(self, cluster: str) -> list[str]:
-        """The lines written since the last take, taken (a line a process appends meanwhile
-        stays for the next take)."""
-        path = self.hook_outcomes_path(cluster)
-        taken = path.with_name(f"{path.name}.{os.getpid()}.taken")
-        try:
-            os.replace(path, taken)
-        except OSError:
-            return []
-        try:
-            return taken.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            return []
-        finally:
-            taken.unlink(missing_ok=True)
-
-    def hook_slot_path(self, cluster: str, slot: int) -> Path:
-        """A scheduler pass's hook process holds one of these, locked, while it runs."""
-        return self._path(cluster, f"hook.{slot}")
+    def file_path(self, cluster: str, suffix: str) -> Path:
+        """`<checker>.<cluster>.<suffix>` in the state directory: a file of the cluster's that
+        another module keeps (edges/hook_state.py)."""
+        return self._path(cluster, suffix)
 
     # ------------------------------------------------------------ pause switch
 
@@ -443,7 +400,7 @@ class StateStore:
     def pause(self, cluster: str | None, reason: str) -> Path:
         self.ensure_dir()
         path = self.pause_path(cluster)
-        _atomic_write(path, reason + "\n")
+        atomic_write(path, reason + "\n")
         return path
 
     def resume(self, cluster: str | None) -> bool:
@@ -497,7 +454,7 @@ def _file_id(path: Path) -> FileId:
     return found.st_ino, found.st_mtime_ns, found.st_size
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
     try:

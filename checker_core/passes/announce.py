@@ -17,6 +17,7 @@ from checker_core.core.events import Condition
 from checker_core.core.leadership import Role
 from checker_core.core.model import NodeAddress
 from checker_core.core.settings import ClusterSettings, HookSettings, Settings
+from checker_core.edges import hook_state
 from checker_core.edges.hooks import HookQueue, Told, send_detached
 from checker_core.edges.memory import StateStore
 from checker_core.passes.events import Event, condition_of, pass_events, switchover_event
@@ -73,7 +74,7 @@ class Announcer:
         if now is not None and now is not self._told:
             self._told = now
             if self.hooks is not None:  # no hook: nothing to go on from, nothing written
-                failure = self.store.record_told(self.cluster.name, now.label)
+                failure = hook_state.record_told(self.store, self.cluster.name, now.label)
                 if failure is not None:
                     self.warnings.append(failure)
         self.send(events)
@@ -90,7 +91,7 @@ class Announcer:
         if not self._told_read:
             self._told_read = True
             if self.hooks is not None:
-                self._told = Condition.named(self.store.told(self.cluster.name) or "")
+                self._told = Condition.named(hook_state.told(self.store, self.cluster.name) or "")
         return self._told
 
     def send(self, events: tuple[Event, ...]) -> None:
@@ -152,8 +153,8 @@ class DetachedSink:
         return send_detached(
             cluster.hooks,
             documents,
-            lambda k: self.store.hook_slot_path(cluster.name, k),
-            self.store.hook_outcomes_path(cluster.name),
+            lambda k: hook_state.slot_path(self.store, cluster.name, k),
+            hook_state.outcomes_path(self.store, cluster.name),
         )
 
 
@@ -172,7 +173,7 @@ class SchedulerHooks:
         """What the hook processes of earlier passes did, per cluster (each outcome once)."""
         found: list[tuple[str, dict[str, object]]] = []
         for name, (announcer, _) in self.clusters.items():
-            for line in announcer.store.take_hook_outcomes(name):
+            for line in hook_state.take_outcomes(announcer.store, name):
                 try:
                     outcome = json.loads(line)
                 except ValueError:

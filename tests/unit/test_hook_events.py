@@ -16,6 +16,7 @@ from checker_core.core.events import Condition, EventKind, condition_events
 from checker_core.core.leadership import Leadership, ProxyAddress, Role
 from checker_core.core.schema import Checker
 from checker_core.core.settings import HookSettings
+from checker_core.edges import hook_state
 from checker_core.edges.memory import StateStore
 from checker_core.passes.announce import Announcer
 from checker_core.passes.events import Event, condition_of, later_events, pass_events
@@ -168,14 +169,14 @@ def test_a_blind_cluster_is_told_once_across_processes_and_again_when_the_record
     talker, kept, store = announcer(tmp_path, HOOKS)
     talker.after_pass(blind(galera_pass(steady(N1))))
     assert [d["event"] for d in kept.documents] == ["blind"]
-    assert store.told("main") == "blind"
+    assert hook_state.told(store, "main") == "blind"
     # the next scheduler process goes on from the file: the same condition is no news
     again, kept_again, _ = announcer(tmp_path, HOOKS)
     again.after_pass(blind(galera_pass(steady(N1))))
     assert kept_again.documents == []
     again.after_pass(galera_pass(steady(N1)))
     assert [d["event"] for d in kept_again.documents] == ["recovered"]
-    store.told_path("main").unlink()
+    hook_state.told_path(store, "main").unlink()
     lost, kept_lost, _ = announcer(tmp_path, HOOKS)
     lost.after_pass(blind(galera_pass(steady(N1))))
     assert [d["event"] for d in kept_lost.documents] == ["blind"]
@@ -187,7 +188,7 @@ def test_a_mode_that_changes_nothing_tells_nothing_and_writes_nothing(
 ) -> None:
     talker, kept, store = announcer(tmp_path, HOOKS)
     assert talker.after_pass(blind(galera_pass(steady(N1))), mode) == ()
-    assert kept.documents == [] and not store.told_path("main").exists()
+    assert kept.documents == [] and not hook_state.told_path(store, "main").exists()
 
 
 def test_a_standby_tells_nothing_and_writes_nothing(tmp_path: Path) -> None:
@@ -201,7 +202,7 @@ def test_a_standby_tells_nothing_and_writes_nothing(tmp_path: Path) -> None:
         leadership=standby,
     )
     assert talker.after_pass(result) == ()
-    assert kept.documents == [] and not store.told_path("main").exists()
+    assert kept.documents == [] and not hook_state.told_path(store, "main").exists()
 
 
 def test_without_hooks_nothing_is_written_but_the_timeline_still_gets_events(
@@ -210,4 +211,4 @@ def test_without_hooks_nothing_is_written_but_the_timeline_still_gets_events(
     talker, kept, store = announcer(tmp_path, None)
     events = talker.after_pass(blind(galera_pass(steady(N1))))
     assert kinds(events) == ["blind"]
-    assert kept.documents == [] and not store.told_path("main").exists()
+    assert kept.documents == [] and not hook_state.told_path(store, "main").exists()
