@@ -33,6 +33,11 @@ def hook(tmp_path: Path, body: str) -> Path:
     return path
 
 
+def held_by(gate: Path) -> str:
+    """A hook body's wait until the test opens the gate."""
+    return f"while [ ! -e {gate} ]; do sleep 0.05; done\n"
+
+
 def told(tmp_path: Path) -> list[dict[str, Any]]:
     path = tmp_path / "events.jsonl"
     if not path.exists():
@@ -117,9 +122,7 @@ def test_a_hook_that_hangs_or_fails_never_holds_a_failover(
     n1, n2, _ = nodes
     gate = tmp_path / "gate"
     # every call hangs until the gate opens, then fails
-    program = hook(
-        tmp_path, f"while [ ! -e {gate} ]; do sleep 0.05; done\necho refused >&2\nexit 1\n"
-    )
+    program = hook(tmp_path, held_by(gate) + "echo refused >&2\nexit 1\n")
     daemon = started(rig, hook_command=str(program), hook_timeout_ms=600000)
     try:
         wait_until(lambda: told(tmp_path), 20, "the first event's hook running")
@@ -154,7 +157,7 @@ def test_a_flood_is_dropped_counted_and_said(
     queue of one behind a hook that hangs: the first told, one waiting (unless the pass
     offered it before the hook's thread took the first), the rest dropped."""
     gate = tmp_path / "gate"
-    program = hook(tmp_path, f"while [ ! -e {gate} ]; do sleep 0.05; done\n")
+    program = hook(tmp_path, held_by(gate))
     daemon = started(rig, hook_command=str(program), hook_queue=1, hook_timeout_ms=600000)
     try:
         dropped = [daemon.next_event("hook", timeout=20) for _ in range(2)]
@@ -179,9 +182,7 @@ def test_a_scheduler_pass_hands_its_events_over_and_exits(
 ) -> None:
     n1, n2, _ = nodes
     gate = tmp_path / "gate"
-    program = hook(
-        tmp_path, f"while [ ! -e {gate} ]; do sleep 0.05; done\ntouch {tmp_path / 'done'}\n"
-    )
+    program = hook(tmp_path, held_by(gate) + f"touch {tmp_path / 'done'}\n")
     rig.write_config(
         hook_command=str(program), hook_timeout_ms=600000, hook_events="writer_changed"
     )
