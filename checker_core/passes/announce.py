@@ -4,7 +4,8 @@ a restarted daemon go on from it), and where the JSON goes: a daemon's queue of 
 own, or a scheduler process's detached hand-over.
 
 Only a pass that acts tells anything: a dry run, `status`, a paused or a standby pass tell no
-hook and write no `told` file (a ProxySQL Cluster's acting checker tells them)."""
+hook and write no `told` file (a ProxySQL Cluster's acting checker tells them). A paused
+cluster's blind pass (blindness is found before the pause is asked) tells nothing either."""
 
 from __future__ import annotations
 
@@ -70,6 +71,10 @@ class Announcer:
         if mode is not Mode.APPLY or result.role is Role.STANDBY:
             return ()
         events = pass_events(result, self.told())
+        if events and self.hooks is not None and self.store.paused(self.cluster.name):
+            # a blind pass ends before the pause is asked: a paused cluster tells nothing,
+            # and what it would have told is told after the resume if it still holds
+            return ()
         now = condition_of(result)
         if now is not None and now is not self._told:
             self._told = now

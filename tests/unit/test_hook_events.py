@@ -212,3 +212,13 @@ def test_without_hooks_nothing_is_written_but_the_timeline_still_gets_events(
     events = talker.after_pass(blind(galera_pass(steady(N1))))
     assert kinds(events) == ["blind"]
     assert kept.documents == [] and not hook_state.told_path(store, "main").exists()
+
+
+def test_a_paused_cluster_tells_nothing_and_tells_it_after_the_resume(tmp_path: Path) -> None:
+    talker, kept, store = announcer(tmp_path, HOOKS)
+    store.pause("main", "maintenance")
+    assert talker.after_pass(blind(galera_pass(steady(N1)))) == ()
+    assert kept.documents == [] and not hook_state.told_path(store, "main").exists()
+    store.resume("main")
+    talker.after_pass(blind(galera_pass(steady(N1))))
+    assert [d["event"] for d in kept.documents] == ["blind"]
