@@ -28,6 +28,7 @@ from checker_core.core.settings import HookSettings, Secret
 # may be there), never anything else the checker was started with
 _DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 _KEPT_STDERR = 400  # bytes of a failed program's stderr said with its failure
+FULL = "the hook queue is full"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,15 +39,15 @@ class Told:
     cluster: str
     failures: tuple[str, ...]  # each failed hook, in words; empty: every hook was told
     duration_ms: float
-    dropped: bool = False  # the queue was full: no hook was told
+    dropped: str | None = None  # why no hook was told (the queue full, the daemon stopping)
 
     @property
     def ok(self) -> bool:
-        return not self.failures and not self.dropped
+        return not self.failures and self.dropped is None
 
     def describe(self) -> str:
-        if self.dropped:
-            return f"{self.event}: dropped, the hook queue is full"
+        if self.dropped is not None:
+            return f"{self.event}: dropped, {self.dropped}"
         if self.failures:
             return f"{self.event}: " + "; ".join(self.failures)
         return f"{self.event}: told in {self.duration_ms:.0f} ms"
@@ -169,7 +170,8 @@ class HookQueue:
             except queue.Full:
                 pass
         self.dropped += 1
-        self.said(Told(str(document.get("event", "")), self.cluster, (), 0.0, dropped=True))
+        why = "the daemon stopped before it was told" if self._closing else FULL
+        self.said(Told(str(document.get("event", "")), self.cluster, (), 0.0, dropped=why))
         return False
 
     def close(self, wait_s: float) -> int:

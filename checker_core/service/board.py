@@ -126,7 +126,7 @@ class Board:
     def hook_told(self, told: Told) -> None:
         """A hook's outcome (from the cluster's hook thread): counted; a failure on the
         timeline."""
-        outcome = "dropped" if told.dropped else "failed" if told.failures else "told"
+        outcome = "dropped" if told.dropped is not None else "failed" if told.failures else "told"
         with self._lock:
             if self.metrics is not None:
                 self.metrics.hook_told(told.cluster, told.event, outcome)
