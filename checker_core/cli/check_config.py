@@ -17,7 +17,7 @@ from checker_core.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from checker_core.core.settings import Settings
+    from checker_core.core.settings import HookSettings, Settings
     from checker_core.edges.memory import StateStore
     from checker_core.edges.proxysql import AdminClient
 
@@ -53,14 +53,8 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
         f"  run every {run.interval_ms} ms, max {run.max_runtime_ms} ms per pass, "
         f"state in {run.state_dir}, persist={'on' if run.persist else 'off'}"
     )
-    for cluster in settings.clusters:
-        hg = cluster.hostgroups
-        click.echo(
-            f"  cluster {cluster.name}: writer {hg.writer}, reader {hg.reader}, "
-            f"backup {hg.backup_writer}, offline {hg.offline}, "
-            f"templates {hg.config_writer}/{hg.config_reader}, max_writers {cluster.max_writers}, "
-            f"writer_is_also_reader {cluster.writer_is_also_reader}"
-        )
+    for line in _cluster_lines(settings):
+        click.echo(line)
     click.echo(f"  ProxySQL Cluster: {cluster_line}")
     for cluster in settings.clusters:
         if cluster.unresponsive_after_ms > 0:
@@ -80,6 +74,39 @@ def check_config(inv: Invocation, config: Path | None, overrides: tuple[str, ...
             click.echo(f"  cluster {result.cluster} failover: {readiness.reason}")
         else:
             click.echo(f"warning: cluster {result.cluster}: failover {readiness.reason}", err=True)
+
+
+def _cluster_lines(settings: Settings) -> list[str]:
+    """Each cluster's hostgroups and rules, and its hooks when it has some."""
+    lines = []
+    for cluster in settings.clusters:
+        hg = cluster.hostgroups
+        lines.append(
+            f"  cluster {cluster.name}: writer {hg.writer}, reader {hg.reader}, "
+            f"backup {hg.backup_writer}, offline {hg.offline}, "
+            f"templates {hg.config_writer}/{hg.config_reader}, max_writers {cluster.max_writers}, "
+            f"writer_is_also_reader {cluster.writer_is_also_reader}"
+        )
+        if cluster.hooks is not None:
+            lines.append(f"  cluster {cluster.name}: {_hooks_line(cluster.hooks)}")
+    return lines
+
+
+def _hooks_line(hooks: HookSettings) -> str:
+    """The cluster's hooks as check-config says them: the URL by its host only (its path may
+    hold a token)."""
+    from urllib.parse import urlsplit
+
+    told = []
+    if hooks.command:
+        told.append(f"command {hooks.command[0]}")
+    if hooks.url is not None:
+        told.append(f"URL at host {urlsplit(hooks.url.reveal()).hostname}")
+    events = ", ".join(sorted(hooks.events)) if hooks.events else "every event"
+    return (
+        f"hooks: {' and '.join(told)}, told {events}, timeout {hooks.timeout_ms} ms, "
+        f"queue {hooks.queue} (docs/hooks.md)"
+    )
 
 
 def _eviction_time(store: StateStore, cluster: str) -> str:

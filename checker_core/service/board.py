@@ -118,8 +118,9 @@ class Board:
         with self._lock:
             for entry in entries:
                 kept = self._events.get(entry.cluster)
-                if kept is not None:
-                    kept.append(entry)
+                if kept is None:
+                    continue  # a cluster a reload removed while its pass ran
+                kept.append(entry)
                 if self.metrics is not None:
                     self.metrics.events(entry.cluster, (entry.kind,))
 
@@ -128,6 +129,8 @@ class Board:
         timeline."""
         outcome = "dropped" if told.dropped is not None else "failed" if told.failures else "told"
         with self._lock:
+            if told.cluster not in self._records:
+                return  # a cluster a reload removed while its queue drained: no series again
             if self.metrics is not None:
                 self.metrics.hook_told(told.cluster, told.event, outcome)
             kept = self._events.get(told.cluster)

@@ -112,10 +112,13 @@ class ClusterLoop:
 
     def close(self) -> None:
         self.runner.close()
+        # ended before the hooks' drain: a reload's loop for this cluster waits for `ended`
+        # before its first pass, and a hook that hangs must hold no pass (the daemon's stop
+        # joins this thread, so it still waits for the drain)
+        self.ended.set()
         if self.sink is not None and self.cluster.hooks is not None:
             # the event being told gets its whole timeout; those still waiting are said
             self.sink.close(self.cluster.hooks.timeout_ms / 1000)
-        self.ended.set()
 
     def hook_said(self, told: Told) -> None:
         """A hook's outcome (on the cluster's hook thread): a line, and the board's count."""

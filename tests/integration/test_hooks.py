@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,6 +91,10 @@ def test_the_daemon_tells_a_killed_writer_move_to_the_program_and_the_url(
     program = hook(tmp_path, "")
     daemon = started(rig, hook_command=str(program), hook_url=receiver)
     try:
+        checked = rig.run("check-config")
+        assert checked.code == 0, checked.stdout + checked.stderr
+        assert f"cluster lab: hooks: command {program} and URL at host 127.0.0.1" in checked.stdout
+        assert "T0KEN" not in checked.stdout + checked.stderr
         # the first pass placed every node: the writer and each node routed, told
         first = wait_until(lambda: events_named(tmp_path, "writer_changed"), 20, "first writer")
         assert first[0]["writers_before"] == [] and first[0]["writers_after"] == [str(n1)]
@@ -145,6 +150,24 @@ def test_a_hook_that_hangs_or_fails_never_holds_a_failover(
             20,
             "the move told after the hang",
         )
+    finally:
+        gate.touch()
+        assert daemon.stop() == 0
+
+
+def test_a_reload_is_not_held_by_a_hook_that_hangs(rig: Rig, tmp_path: Path) -> None:
+    """A reload that changes the cluster's settings replaces its loop; the new loop's first
+    pass does not wait for the old loop's hook queue, whose hook hangs."""
+    gate = tmp_path / "gate"
+    program = hook(tmp_path, held_by(gate))
+    daemon = started(rig, hook_command=str(program), hook_timeout_ms=600000)
+    try:
+        wait_until(lambda: told(tmp_path), 20, "the first event's hook running")
+        rig.write_config(retry_down=1)  # the cluster's own settings: its loop is replaced
+        daemon.proc.send_signal(signal.SIGHUP)
+        daemon.next_event("reload", timeout=20)
+        daemon.next_pass(timeout=30)  # the new loop's first pass
+        assert len(told(tmp_path)) == 1 and not gate.exists(), "the hook still hangs"
     finally:
         gate.touch()
         assert daemon.stop() == 0
