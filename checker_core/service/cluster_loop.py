@@ -30,6 +30,8 @@ class LoopHost(Protocol):
     board: Board
     readiness: ReadinessWatch
 
+    def hooks_ending(self, drain: threading.Thread) -> None: ...
+
     def between_for(self, runner: PassRunner) -> BetweenPasses: ...
 
     def loop_failed(self, exc: BaseException) -> None: ...
@@ -112,13 +114,17 @@ class ClusterLoop:
 
     def close(self) -> None:
         self.runner.close()
-        # ended before the hooks' drain: a reload's loop for this cluster waits for `ended`
-        # before its first pass, and a hook that hangs must hold no pass (the daemon's stop
-        # joins this thread, so it still waits for the drain)
         self.ended.set()
-        if self.sink is not None and self.cluster.hooks is not None:
-            # the event being told gets its whole timeout; those still waiting are said
-            self.sink.close(self.cluster.hooks.timeout_ms / 1000)
+        sink, hooks = self.sink, self.cluster.hooks
+        if sink is not None and hooks is not None:
+            # the event being told gets its whole timeout and those still waiting are said,
+            # on a thread of their own: a reload (its new loop, the main thread taking
+            # signals) never waits for a hook that hangs; the daemon's stop does
+            drain = threading.Thread(
+                target=sink.close, args=(hooks.timeout_ms / 1000,), name=f"hooks-end-{self.name}"
+            )
+            drain.start()
+            self.daemon.hooks_ending(drain)
 
     def hook_said(self, told: Told) -> None:
         """A hook's outcome (on the cluster's hook thread): a line, and the board's count."""

@@ -115,6 +115,10 @@ class Daemon:
         self._not_turned: set[ClusterLoop] = set()  # loops that have not turned since the report
         self.loops: dict[str, ClusterLoop] = {}
         self.leaving: list[ClusterLoop] = []  # stopped by a reload, their last pass maybe running
+        # ended loops' hook queues telling what they still hold, each within its hooks'
+        # timeout: waited for at the stop, never by a reload or a pass
+        self._draining: list[threading.Thread] = []
+        self._draining_lock = threading.Lock()
         self._add_loops(settings, {})
         self.alone = next(iter(self.loops.values())) if len(self.loops) == 1 else None
         self._warn_watchdog(settings)
@@ -251,6 +255,13 @@ class Daemon:
         warm-up (a loop a reload started is waited for from its first pass on)."""
         return {loop for loop in self.loops.values() if loop.warmed or not self.ready}
 
+    def hooks_ending(self, drain: threading.Thread) -> None:
+        """An ended loop's hook queue, telling what it still holds (from any loop's thread);
+        those done are forgotten."""
+        with self._draining_lock:
+            self._draining = [t for t in self._draining if t.is_alive()]
+            self._draining.append(drain)
+
     def _end_all(self) -> None:
         """Every loop stopped after its current pass, its runner closed."""
         loops = [*self.loops.values(), *self.leaving]
@@ -261,6 +272,10 @@ class Daemon:
                 loop.thread.join()
             elif not loop.ended.is_set():
                 loop.close()
+        with self._draining_lock:
+            draining = list(self._draining)
+        for drain in draining:
+            drain.join()  # bounded: each queue gives its event in hand its hooks' timeout
 
     def close(self) -> None:
         self.readiness.close()
