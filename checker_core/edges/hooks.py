@@ -15,8 +15,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +117,10 @@ def _kill_group(child: subprocess.Popen[bytes]) -> None:
 def _post(url: Secret, body: bytes, timeout_s: float) -> list[str]:
     """The JSON POSTed; a failure names the URL's host only (its path may hold a token). The
     whole POST is bounded: it runs on a thread the caller stops waiting for at the timeout."""
+    # loaded only when a URL is told: a switchover command or a pass pays nothing for it
+    import urllib.error
+    import urllib.request
+
     host = urlsplit(url.reveal()).hostname or "?"
     outcome: list[str] = []
 
