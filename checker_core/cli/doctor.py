@@ -128,25 +128,10 @@ def _scheduler_findings(admin: AdminClient, settings: Settings) -> list[Finding]
 
 
 def _peer_findings(admin: AdminClient) -> list[Finding]:
-    from checker_core.core.doctor import Finding, Severity
+    from checker_core.core.doctor import peer_findings
     from checker_core.edges import doctor_reads as reads
 
-    own = reads.own_checksums(admin)
-    found = []
-    for peer, module, checksum in reads.peer_checksums(admin):
-        mine = own.get(module)
-        if mine is not None and checksum not in (mine, "", "0x0000000000000000"):
-            found.append(
-                Finding(
-                    Severity.WARNING,
-                    f"ProxySQL Cluster peer {peer}",
-                    f"its {module} (checksum {checksum}) differ from this proxy's ({mine}): its "
-                    "clients are routed by other rows",
-                    "see why it does not sync (admin-cluster_mysql_servers_diffs_before_sync, "
-                    "its admin credentials in admin-cluster_username); docs/several-proxies.md",
-                )
-            )
-    return found
+    return peer_findings(reads.own_checksums(admin), reads.peer_checksums(admin))
 
 
 def _roster(admin: AdminClient, settings: Settings) -> list[NodeAddress]:

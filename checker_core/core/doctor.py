@@ -241,3 +241,28 @@ def _unmanaged(user: FrontendUser, writers: Mapping[int, str]) -> Finding:
         "if the user writes to a managed cluster, set its default_hostgroup to that cluster's "
         "writer_hostgroup (" + ", ".join(f"{n}: {h}" for h, n in writers.items()) + ")",
     )
+
+
+# a peer that has loaded no such module yet shows this (or nothing)
+_NO_CHECKSUM = ("", "0x0000000000000000")
+
+
+def peer_findings(own: Mapping[str, str], peers: Iterable[tuple[str, str, str]]) -> list[Finding]:
+    """Each ProxySQL Cluster peer whose mysql_servers differ from this proxy's (`own`: module
+    -> checksum; `peers`: (peer, module, checksum) as this proxy last saw them)."""
+    found = []
+    for peer, module, checksum in peers:
+        mine = own.get(module)
+        if mine is None or checksum in (mine, *_NO_CHECKSUM):
+            continue
+        found.append(
+            Finding(
+                Severity.WARNING,
+                f"ProxySQL Cluster peer {peer}",
+                f"its {module} (checksum {checksum}) differ from this proxy's ({mine}): its "
+                "clients are routed by other rows",
+                "see why it does not sync (admin-cluster_mysql_servers_diffs_before_sync, "
+                "its admin credentials in admin-cluster_username); docs/several-proxies.md",
+            )
+        )
+    return found

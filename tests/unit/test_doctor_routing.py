@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from checker_core.core.doctor import WRITES, FrontendUser, QueryRule, route, write_findings
+from checker_core.core.doctor import (
+    WRITES,
+    FrontendUser,
+    QueryRule,
+    peer_findings,
+    route,
+    write_findings,
+)
 from tests.unit.galera_cases import cluster_settings
 
 APP = FrontendUser("app", 100, "shop")
@@ -122,3 +129,18 @@ def test_a_rule_for_some_clients_says_so() -> None:
     ]
     (finding,) = write_findings([APP], rules, [cluster_settings()])
     assert "(for clients matching rule 3 (client_addr 10.0.0.%))" in finding.text
+
+
+@pytest.mark.parametrize(
+    ("peers", "said"),
+    [
+        ([("10.0.0.2:6032", "mysql_servers", "0xAA")], []),  # in step
+        ([("10.0.0.2:6032", "mysql_servers", "0x0000000000000000")], []),  # loaded nothing yet
+        ([("10.0.0.2:6032", "mysql_servers_v2", "0xBB")], []),  # a module this proxy lacks
+        ([("10.0.0.2:6032", "mysql_servers", "0xBB")], ["ProxySQL Cluster peer 10.0.0.2:6032"]),
+    ],
+)
+def test_a_peer_with_other_rows_is_said(peers: list[tuple[str, str, str]], said: list[str]) -> None:
+    found = peer_findings({"mysql_servers": "0xAA"}, peers)
+    assert [f.subject for f in found] == said
+    assert all("checksum 0xBB" in f.text and "0xAA" in f.text for f in found)
