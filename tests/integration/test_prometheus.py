@@ -16,7 +16,6 @@ import json
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import urllib.parse
 import urllib.request
@@ -30,7 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from checker_core.core.model import NodeAddress
 from tests.integration.rig import Daemon, Rig
-from tests.lab.process import wait_until
+from tests.lab.process import free_port, wait_until
 from tests.lab.require import unavailable
 
 pytestmark = [pytest.mark.galera, pytest.mark.proxysql]
@@ -41,12 +40,6 @@ DASHBOARD = ROOT / "config" / "prometheus" / "grafana-dashboard.json"
 JOB = "proxysql-checker"
 
 Series = dict[str, tuple[dict[str, str], float]]  # text -> (labels, value)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def tool(name: str) -> str:

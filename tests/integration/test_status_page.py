@@ -10,7 +10,6 @@ import html.parser
 import json
 import os
 import shutil
-import socket
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 
 from checker_core.core.model import NodeAddress
 from tests.integration.rig import Daemon, Rig
-from tests.lab.process import wait_until
+from tests.lab.process import free_port, wait_until
 from tests.lab.require import unavailable
 
 pytestmark = [pytest.mark.galera, pytest.mark.proxysql]
@@ -119,12 +118,6 @@ def ready(port: int) -> bool:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=10) as answer:
         document = json.load(answer)
     return all(c["failover_ready"] is not None for c in document["clusters"])
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_the_page_shows_the_writer_move_after_a_kill(
