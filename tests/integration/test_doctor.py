@@ -90,12 +90,13 @@ def doctor(rig: Rig) -> tuple[PassRun, list[str]]:
 
 
 def test_the_lab_correct_setup_says_nothing_and_changes_nothing(lab_rig: Rig) -> None:
-    before = (lab_rig.live_raw(), lab_rig.staged())
+    # ProxySQL's monitor may shun a row meanwhile: the rows as configured are compared
+    before = (lab_rig.live(), lab_rig.staged())
     ran, found = doctor(lab_rig)
     assert ran.code == 0, ran.stdout + ran.stderr
     assert found == []
     assert "doctor: nothing found (3 node(s), 1 cluster(s))" in ran.stdout
-    assert (lab_rig.live_raw(), lab_rig.staged()) == before
+    assert (lab_rig.live(), lab_rig.staged()) == before
 
 
 def test_a_rule_sending_inserts_to_the_readers(lab_rig: Rig) -> None:
