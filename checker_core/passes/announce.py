@@ -21,7 +21,13 @@ from checker_core.core.settings import ClusterSettings, HookSettings, Settings
 from checker_core.edges import hook_state
 from checker_core.edges.hooks import HookQueue, Told, send_detached
 from checker_core.edges.memory import StateStore
-from checker_core.passes.events import Event, condition_of, pass_events, switchover_event
+from checker_core.passes.events import (
+    Event,
+    condition_of,
+    later_events,
+    pass_events,
+    switchover_event,
+)
 from checker_core.passes.plugin import ActionsDone
 from checker_core.passes.result import Mode, PassResult
 
@@ -86,8 +92,6 @@ class Announcer:
         return events
 
     def after_actions(self, done: ActionsDone) -> tuple[Event, ...]:
-        from checker_core.passes.events import later_events
-
         events = later_events(self.cluster.name, done)
         self.send(events)
         return events

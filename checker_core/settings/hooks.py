@@ -23,8 +23,10 @@ def hook_settings(values: Values, where: str, problems: list[Problem]) -> HookSe
     command = _command(command_text, f"{where}.hook_command", problems)
     url = _url(url_text, f"{where}.hook_url", problems)
     events = _events(events_text, f"{where}.hook_events", problems)
-    if len(problems) > before or (not command and url is None):
-        if events and not command and url is None and len(problems) == before:
+    if len(problems) > before:
+        return None
+    if not command and url is None:
+        if events:
             problems.append(
                 Problem(f"{where}.hook_events", "names events, but no hook_command or hook_url")
             )
