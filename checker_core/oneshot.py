@@ -153,15 +153,16 @@ def run(settings: Settings, kind: Callable[[], CheckerKind]) -> Exit:
         for result in results:
             log_pass(log, result)
         if hooks is not None:  # handed to a process of their own: this one does not wait
-            _say_earlier(log, hooks)
-            _say_hooks(log, hooks.after_passes(results))
+            _hooks_net(log, lambda: _say_earlier(log, hooks))
+            _hooks_net(log, lambda: _say_hooks(log, hooks.after_passes(results)))
         # the passes are over and their locks released: ProxySQL's next run of a cluster goes
         # on while what they left for after them (an eviction's stall wait) takes its own time
         finished = fleet.finish()
         for later in finished:
             log_later(log, later)
         if hooks is not None and finished:
-            _say_hooks(log, hooks.after_actions([(f.cluster, f.done) for f in finished]))
+            done = [(f.cluster, f.done) for f in finished]
+            _hooks_net(log, lambda: _say_hooks(log, hooks.after_actions(done)))
     finally:
         fleet.close()
     # what was done after the passes is said, never the exit code: that is the passes'
@@ -175,6 +176,15 @@ def _scheduler_hooks(settings: Settings, fleet: Fleet) -> SchedulerHooks | None:
     from checker_core.passes.announce import SchedulerHooks
 
     return SchedulerHooks(settings, fleet.store)
+
+
+def _hooks_net(log: Any, tell: Callable[[], None]) -> None:
+    """The hooks come after the passes' lines, which already say what ProxySQL has: whatever
+    goes wrong with them is a line of its own, never the exit code (that is the passes')."""
+    try:
+        tell()
+    except Exception as exc:  # the net: a hook is a notification, the pass is done
+        log.warning("hook", summary=f"hooks not told: {exc!r}")
 
 
 def _say_earlier(log: Any, hooks: SchedulerHooks) -> None:

@@ -126,6 +126,17 @@ class ClusterLoop:
             drain.start()
             self.daemon.hooks_ending(drain)
 
+    def announce(self, result: PassResult) -> None:
+        """The pass's events to the board's timeline and the cluster's hooks. Its line already
+        says what ProxySQL has: whatever goes wrong here is a line, never the daemon's end."""
+        try:
+            self.daemon.board.record_events(self.announcer.after_pass(result))
+        except Exception as exc:  # the net: events are notifications, the pass is done
+            self.daemon.log.error("hook", cluster=self.name, summary=f"events not told: {exc!r}")
+        for warning in self.announcer.warnings:
+            self.daemon.log.warning("hook", cluster=self.name, summary=warning)
+        self.announcer.warnings.clear()
+
     def hook_said(self, told: Told) -> None:
         """A hook's outcome (on the cluster's hook thread): a line, and the board's count."""
         self.daemon.board.hook_told(told)
@@ -166,10 +177,7 @@ class ClusterLoop:
             # /metrics or /status sees this pass there
             daemon.board.record([result])
             log_pass(daemon.log, result)
-            daemon.board.record_events(self.announcer.after_pass(result))
-            for warning in self.announcer.warnings:
-                daemon.log.warning("hook", cluster=self.name, summary=warning)
-            self.announcer.warnings.clear()
+            self.announce(result)
             if change:
                 daemon.log.warning("readiness", cluster=result.cluster, summary=change)
             self.warn_advice(result)
