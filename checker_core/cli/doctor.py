@@ -54,6 +54,7 @@ def doctor_command(inv: Invocation, config: Path | None, overrides: tuple[str, .
 def _proxysql_findings(settings: Settings) -> tuple[list[Finding], list[NodeAddress], object]:
     """What ProxySQL's admin shows; the roster's nodes; ProxySQL's monitor account."""
     from checker_core.core.doctor import write_findings
+    from checker_core.core.doctor_nodes import monitor_findings
     from checker_core.edges import doctor_reads as reads
     from checker_core.edges.proxysql import AdminClient
 
@@ -61,7 +62,7 @@ def _proxysql_findings(settings: Settings) -> tuple[list[Finding], list[NodeAddr
         found = write_findings(reads.users(admin), reads.rules(admin), settings.clusters)
         found += _native_findings(admin, settings)
         variables = reads.monitor_variables(admin)
-        found += _monitor_findings(variables)
+        found += monitor_findings(variables)
         found += _scheduler_findings(admin, settings)
         found += _peer_findings(admin)
         nodes = _roster(admin, settings)
@@ -87,24 +88,6 @@ def _native_findings(admin: AdminClient, settings: Settings) -> list[Finding]:
                 )
             )
     return found
-
-
-def _monitor_findings(variables: dict[str, str]) -> list[Finding]:
-    from checker_core.core.doctor import Finding, Severity
-
-    if variables.get("mysql-monitor_enabled", "true").lower() in ("true", "1"):
-        return []
-    return [
-        Finding(
-            Severity.WARNING,
-            "ProxySQL's monitor",
-            "mysql-monitor_enabled is false: ProxySQL neither pings its servers nor shuns one "
-            "that stops answering between the checker's passes, and its connection pool keeps "
-            "dead connections",
-            "SET mysql-monitor_enabled = 'true'; LOAD MYSQL VARIABLES TO RUNTIME; "
-            "SAVE MYSQL VARIABLES TO DISK",
-        )
-    ]
 
 
 def _scheduler_findings(admin: AdminClient, settings: Settings) -> list[Finding]:
@@ -143,76 +126,24 @@ def _roster(admin: AdminClient, settings: Settings) -> list[NodeAddress]:
 
 
 def _login_findings(account: object, nodes: list[NodeAddress]) -> list[Finding]:
-    """ProxySQL's own monitor account on every node: a server its monitor cannot log in to is
-    shunned by ProxySQL, whatever the checker decides."""
-    from checker_core.core.doctor import Finding, Severity
+    from checker_core.core.doctor_nodes import login_findings
     from checker_core.core.settings import Endpoint
     from checker_core.edges.doctor_reads import monitor_login
 
     if not isinstance(account, Endpoint):
         return []
-    found = []
-    for node in nodes:
-        login = monitor_login(account, node)
-        subject = f"node {node}"
-        if login.error is not None:
-            found.append(
-                Finding(
-                    Severity.PROBLEM,
-                    subject,
-                    f"ProxySQL's monitor account {account.user} cannot log in ({login.error}): "
-                    "ProxySQL shuns a server its monitor cannot reach",
-                    "create the account on the node for ProxySQL's address with the password "
-                    "of mysql-monitor_password, or correct those variables",
-                )
-            )
-        elif not login.replication_client:
-            found.append(
-                Finding(
-                    Severity.WARNING,
-                    subject,
-                    f"ProxySQL's monitor account {account.user} has no REPLICATION CLIENT: "
-                    "ProxySQL's replication checks (max_replication_lag) fail on this node",
-                    f"GRANT REPLICATION CLIENT ON *.* TO {account.user} (on one node: grants "
-                    "replicate)",
-                )
-            )
-    return found
+    return login_findings(account.user, (monitor_login(account, node) for node in nodes))
 
 
 def _probe_findings(results: list[PassResult], checker: str) -> list[Finding]:
-    """The checker's own [monitor] account, as a status pass probes with it."""
-    from checker_core.core.doctor import Finding, Severity
+    from checker_core.core.doctor_nodes import ProbeSeen, probe_findings
 
-    found = []
-    for result in results:
-        for node, probe in sorted(result.probes.items()):
-            subject = f"node {node}"
-            if probe.error is not None:
-                fix = (
-                    "GRANT SELECT ON performance_schema.* to the [monitor] account"
-                    if checker == "gr" and "1142" in probe.error
-                    else "check the [monitor] account on the node, and the route from this host"
-                )
-                found.append(
-                    Finding(
-                        Severity.PROBLEM,
-                        subject,
-                        f"the checker's probe as [monitor] failed: {probe.error}",
-                        fix,
-                    )
-                )
-            elif checker == "galera" and _no_wsrep(probe.facts):
-                found.append(
-                    Finding(
-                        Severity.PROBLEM,
-                        subject,
-                        "the checker's probe as [monitor] reads no Galera status "
-                        "(wsrep_cluster_status): wsrep is off, or this is no Galera node",
-                        "check wsrep_on and the provider on the node, or take it out of the roster",
-                    )
-                )
-    return found
+    seen = [
+        ProbeSeen(node, probe.error, not _no_wsrep(probe.facts))
+        for result in results
+        for node, probe in sorted(result.probes.items())
+    ]
+    return probe_findings(checker, seen)
 
 
 def _no_wsrep(facts: object) -> bool:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from checker_core.core.doctor import FrontendUser, QueryRule
+from checker_core.core.doctor_nodes import MonitorLogin
 from checker_core.core.model import NodeAddress
 from checker_core.core.settings import Endpoint, Secret
 from checker_core.edges import tls
@@ -79,15 +79,6 @@ def monitor_variables(admin: AdminClient) -> dict[str, str]:
     """ProxySQL's own monitor as it runs (runtime_global_variables); the password is kept to
     log in with, never said."""
     return admin.read_runtime_variables(MONITOR_VARIABLES)
-
-
-@dataclass(frozen=True, slots=True)
-class MonitorLogin:
-    """ProxySQL's monitor account on one node: refused or not, and what its grants allow."""
-
-    node: NodeAddress
-    error: str | None  # the login's failure, in words
-    replication_client: bool = False
 
 
 def monitor_login(account: Endpoint, node: NodeAddress) -> MonitorLogin:
