@@ -76,17 +76,10 @@ def _native_findings(admin: AdminClient, settings: Settings) -> list[Finding]:
     rows = native.read(admin)
     found = []
     for cluster in settings.clusters:
-        text = native.conflict(cluster, rows)
-        if text is not None:
-            what, _, fix = text.partition("; remove ")
-            found.append(
-                Finding(
-                    Severity.PROBLEM,
-                    f"cluster {cluster.name}",
-                    what.split(": ", 1)[1],
-                    f"remove {fix}",
-                )
-            )
+        conflict = native.conflict_and_fix(cluster, rows)
+        if conflict is not None:
+            what, fix = conflict
+            found.append(Finding(Severity.PROBLEM, f"cluster {cluster.name}", what, fix))
     return found
 
 

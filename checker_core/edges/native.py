@@ -74,6 +74,12 @@ def parse(rows: Iterable[Sequence[object]]) -> tuple[NativeRow, ...]:
 
 def conflict(cluster: ClusterSettings, rows: Iterable[NativeRow]) -> str | None:
     """What refuses this cluster: the first native row naming one of its hostgroups (pure)."""
+    found = conflict_and_fix(cluster, rows)
+    return None if found is None else f"cluster {cluster.name}: {found[0]}; {found[1]}"
+
+
+def conflict_and_fix(cluster: ClusterSettings, rows: Iterable[NativeRow]) -> tuple[str, str] | None:
+    """The first native row naming one of the cluster's hostgroups, and its fix (pure)."""
     hostgroups = cluster.hostgroups
     ours = {
         hostgroups.writer: "writer_hostgroup",
@@ -90,11 +96,11 @@ def conflict(cluster: ClusterSettings, rows: Iterable[NativeRow]) -> str | None:
                 writer = dict(row.hostgroups).get("writer_hostgroup")
                 layer = "live" if row.table.startswith("runtime_") else "staged"
                 return (
-                    f"cluster {cluster.name}: {row.table} ({layer}) manages hostgroup "
-                    f"{hostgroup} as its {column}, which this checker manages as "
-                    f"{ours[hostgroup]}: two managers would fight over its servers; remove the "
-                    f"{table} row of writer_hostgroup {writer} (then LOAD MYSQL SERVERS TO "
-                    "RUNTIME) or give this cluster other hostgroups"
+                    f"{row.table} ({layer}) manages hostgroup {hostgroup} as its {column}, "
+                    f"which this checker manages as {ours[hostgroup]}: two managers would "
+                    "fight over its servers",
+                    f"remove the {table} row of writer_hostgroup {writer} (then LOAD MYSQL "
+                    "SERVERS TO RUNTIME) or give this cluster other hostgroups",
                 )
     return None
 
