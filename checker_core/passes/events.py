@@ -115,6 +115,7 @@ def _moves(result: PassResult) -> list[Event]:
             continue
         kind = EventKind.NODE_BACK if is_ else EventKind.NODE_OUT
         verdict = decision.verdicts.get(node)
+        memory = decision.memory.get(node)
         reason = verdict.reason if verdict is not None else "no longer in the roster"
         events.append(
             Event(
@@ -127,6 +128,8 @@ def _moves(result: PassResult) -> list[Event]:
                     "state": verdict.state.value if verdict is not None else None,
                     "reason": reason,
                     "role": verdict.role if verdict is not None else None,
+                    # who it is (Galera's gcomm uuid, GR's server_uuid), when a probe told
+                    "identity": memory.identity if memory is not None else None,
                 },
             )
         )

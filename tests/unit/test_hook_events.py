@@ -44,10 +44,11 @@ def test_the_writer_death_is_a_writer_change_and_the_node_out() -> None:
 
 def test_the_node_back_is_told_when_the_load_routes_it_again() -> None:
     died = galera_pass(steady(N1), {N1: probe_down(N1)})
-    back = galera_pass(after(died))
+    back = galera_pass(after(died), {N1: probe_ok(N1, wsrep_gcomm_uuid="6f83c992-aa21")})
     events = pass_events(back, Condition.SERVING)
     assert kinds(events) == ["node_back"]  # fail_back is off: the writer stays N2
     assert events[0].fields["node"] == str(N1)
+    assert events[0].fields["identity"] == "6f83c992-aa21"  # the process now there
 
 
 @pytest.mark.parametrize(
