@@ -17,6 +17,7 @@ from typing import Any
 from tests.world.invariants import Judge, LoadedPass, Sample, Violation
 from tests.world.world import SLACK_S, World, read_rows
 
+PAGE_EVERY_S = 1.0  # how often the daemons' status pages are looked at
 PERIOD_S = 0.05
 # an observer's look later than this past its period says the machine is short of CPU
 OVERLOADED_S = 0.15
@@ -66,6 +67,7 @@ class Observer:
         self._no_pass_said: set[str] = set()
         self.traceback_lines: list[str] = []
         self._overloaded_until = 0.0
+        self._page_due = 0.0
         self._loads_seen = 0
 
     def start(self) -> None:
@@ -102,6 +104,11 @@ class Observer:
                 self.judge.sample(sample)
                 self.samples += 1
                 self.last = sample
+            if time.monotonic() >= self._page_due:
+                # the status page, as people look at it: once a second, not every sample
+                self._page_due = time.monotonic() + PAGE_EVERY_S
+                for kind, what in self.world.page_problems():
+                    self.judge.violation(7, sample.at, kind, what)
             took = time.monotonic() - began
             if took > PERIOD_S + OVERLOADED_S:
                 # the observer itself ran late: the machine is short of CPU for everyone

@@ -100,6 +100,8 @@ OPERATOR: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ("switchover_and_pass", ("galera", "gr"), 1),
     ("scheduler_pass", ("galera", "gr"), 2),
     ("dry_run", ("galera", "gr"), 2),
+    # doctor reads what routes writes around the checker and changes nothing
+    ("doctor", ("galera", "gr"), 1),
     # switchover --dry-run (to the writer, to another node, or --release): the pin untouched
     ("switchover_dry_run", ("galera", "gr"), 1),
     ("reload", ("galera", "gr"), 1),

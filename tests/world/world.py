@@ -532,6 +532,32 @@ class World:
                 found[str(record.get("cluster"))] = record
         return found
 
+    def page_problems(self) -> list[tuple[str, str]]:
+        """(daemon kind, what is wrong) with each live daemon's status page: it answers 200
+        with a section for every cluster its checker has passed. A daemon that does not
+        answer (restarting) is no problem here; invariant 8 judges a dead one."""
+        found = []
+        status = self.status()
+        for kind, daemon in self.daemons.items():
+            if not daemon.alive():
+                continue
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", daemon.metrics_port, timeout=2)
+                conn.request("GET", "/")
+                response = conn.getresponse()
+                body = response.read().decode(errors="replace")
+                conn.close()
+            except OSError:
+                continue
+            if response.status != 200:
+                found.append((kind, f"the status page answered {response.status}"))
+                continue
+            for cluster in self.clusters:
+                passed = cluster.name in status
+                if cluster.kind == kind and passed and f'id="cluster-{cluster.name}"' not in body:
+                    found.append((kind, f"the status page shows no cluster {cluster.name}"))
+        return found
+
     def truth(self) -> dict[str, Mapping[str, Any]]:
         assert self.sim is not None
         reply = self.sim.command({"cmd": "truth"})
@@ -558,6 +584,7 @@ class World:
             "switchover",
             "scheduler_pass",
             "dry_run",
+            "doctor",
             "switchover_dry_run",
             "adopt",
             "adopt_force",
@@ -668,6 +695,8 @@ class World:
             argv = daemon.argv("run")
         elif step.action == "dry_run":
             argv = daemon.argv("run", "--dry-run")
+        elif step.action == "doctor":
+            argv = daemon.argv("doctor")
         elif step.action == "switchover_dry_run":
             argv = self._switchover_dry_run(step.cluster, rng)
         elif step.action == "adopt":
@@ -767,6 +796,10 @@ class World:
                 self._pin_movers[step.cluster] -= 1
         if "Traceback" in tail:
             judge.violation(8, ended, step.cluster, f"{step.action} printed a traceback: {tail}")
+        elif code == 2 and step.action == "doctor" and "doctor: " in tail:
+            # a problem found (a node the world killed fails the checker's probe): its
+            # finding lines and count said, nothing changed
+            pass
         elif code == 2 and step.action in SWITCHOVERS and "refused" in tail:
             # the target the world chose is no writer to the checker's rules by the time it
             # looked (a fault came, or it is slow to answer): refused, nothing changed
